@@ -1,0 +1,1 @@
+"""Prefect flows: wiring only. Each builds the settings once and calls tasks."""

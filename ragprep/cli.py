@@ -1,0 +1,172 @@
+"""The ``ragprep`` command line: the composition root for terminal users.
+
+Flows are imported inside the commands that run them, so ``ragprep --help`` and
+``ragprep sql`` stay fast and the core package never imports Prefect at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from ragprep import __version__
+from ragprep.catalog import CatalogError, run_query, to_csv, to_json
+from ragprep.settings import Settings
+from ragprep.storage import Layout
+
+app = typer.Typer(
+    name="ragprep",
+    help="Turn slide decks and PDF books into a traceable RAG corpus and training data.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+RootOption = Annotated[
+    Optional[Path],
+    typer.Option("--root", help="Output root (env RAGPREP_ROOT, default ./ragprep-data).", show_default=False),
+]
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+def _settings(**overrides: object) -> Settings:
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        err.print(f"[red]invalid settings[/red] (RAGPREP_* environment or ragprep.toml):\n{exc}")
+        raise typer.Exit(2) from exc
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"ragprep {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """ragprep: on-premise document-to-RAG-corpus pipeline."""
+
+
+def _print_summary(summary, settings: Settings) -> None:
+    from flows.ingest import summary_rows
+
+    table = Table(title="ragprep run", show_lines=False)
+    rows = summary_rows(summary.documents)
+    for column in ("document", "type", "format", "status", "units", "chunks", "ocr", "reason"):
+        table.add_column(column, overflow="fold", max_width=60 if column == "reason" else None)
+    colours = {"ok": "green", "partial": "yellow", "failed": "red"}
+    for row in rows:
+        cells = [str(row[c]) for c in ("document", "type", "format", "status", "units", "chunks", "ocr", "reason")]
+        cells[3] = f"[{colours[row['status']]}]{cells[3]}[/]"
+        table.add_row(*cells)
+    console.print(table)
+    run = summary.run
+    console.print(
+        f"{run.n_documents} documents: {run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed "
+        f"({run.n_reused} unchanged, reused); {run.n_elements} elements, {run.n_chunks} chunks"
+    )
+    console.print(f"tables: {summary.tables_dir}/{{documents,elements,chunks,runs}}.parquet")
+    console.print(f"images: {Layout(settings.root).images_dir}")
+    console.print(f'query:  ragprep sql "select title, token_count from chunks limit 5" --root {settings.root}')
+
+
+def quiet_prefect_environment() -> None:
+    """Defaults for a local Prefect run: no telemetry (nothing leaves the premises)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+def _run_ingest(paths: list[Path], root: Optional[Path], workers: Optional[int], ocr: Optional[bool]) -> None:
+    settings = _settings(root=root, workers=workers, ocr_enabled=ocr)
+    quiet_prefect_environment()
+    interactive = sys.stderr.isatty()
+    if interactive:
+        # Live bars replace per-page log lines on a terminal; warnings still print.
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.ingest import ingest_flow  # noqa: PLC0415 - keeps the CLI light
+    from ragprep import progress
+
+    if interactive:
+        progress.install(progress.RichProgress(err))
+    try:
+        summary = ingest_flow(
+            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr_enabled
+        )
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    _print_summary(summary, settings)
+    if summary.run.n_documents == 0:
+        err.print(f"[red]no documents found[/red] under {', '.join(map(str, paths))} (supported: .pptx, .pdf)")
+        raise typer.Exit(1)
+    if summary.run.n_failed == summary.run.n_documents:
+        err.print("[red]every document failed[/red]; see the reason column")
+        raise typer.Exit(1)
+
+
+PathsArgument = Annotated[list[Path], typer.Argument(help="Files or folders of .pptx/.pdf documents.")]
+WorkersOption = Annotated[Optional[int], typer.Option(help="Documents processed at once (default 2).", min=1, max=16)]
+OcrOption = Annotated[Optional[bool], typer.Option("--ocr/--no-ocr", help="Run Tesseract OCR (default on).")]
+
+
+@app.command()
+def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
+    """Run the pipeline over PATHS (today: ingest = extract + OCR + chunk).
+
+    Exits 1 only when no document was found or every document failed.
+    """
+    _run_ingest(paths, root, workers, ocr)
+
+
+@app.command()
+def ingest(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
+    """Extract documents and build chunks (the ingest stage alone)."""
+    _run_ingest(paths, root, workers, ocr)
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="DuckDB SQL over the tables documents, elements, chunks, runs.")],
+    root: RootOption = None,
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+) -> None:
+    """Query the tables with DuckDB, e.g. ragprep sql "select status, count(*) from documents group by 1"."""
+    settings = _settings(root=root)
+    try:
+        columns, rows = run_query(Layout(settings.root), query)
+    except CatalogError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if format is OutputFormat.json:
+        sys.stdout.write(to_json(columns, rows) + "\n")
+    elif format is OutputFormat.csv:
+        sys.stdout.write(to_csv(columns, rows))
+    else:
+        table = Table(*columns, show_lines=False)
+        for row in rows:
+            table.add_row(*("" if v is None else str(v) for v in row))
+        console.print(table)
+        console.print(f"{len(rows)} rows")
+
+
+if __name__ == "__main__":
+    app()

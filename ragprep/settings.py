@@ -1,0 +1,115 @@
+"""The one settings object of ragprep.
+
+Built once at an entry point (CLI command, Prefect flow) and passed down; nothing in
+ragprep reads the environment at import time.  Sources, highest priority first:
+explicit keyword arguments, ``RAGPREP_*`` environment variables, a ``ragprep.toml``
+file (``RAGPREP_CONFIG`` names another), then the defaults below.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DocType = Literal["test_report", "meeting_note", "textbook", "other"]
+
+
+class DocTypeRule(BaseModel):
+    """A glob over the file name (case-insensitive) and the document type it implies."""
+
+    pattern: str
+    doc_type: DocType
+
+
+DEFAULT_DOC_TYPE_RULES: list[DocTypeRule] = [
+    DocTypeRule(pattern="*crash*", doc_type="test_report"),
+    DocTypeRule(pattern="*test_report*", doc_type="test_report"),
+    DocTypeRule(pattern="*시험*", doc_type="test_report"),
+    DocTypeRule(pattern="*meeting*", doc_type="meeting_note"),
+    DocTypeRule(pattern="*minutes*", doc_type="meeting_note"),
+    DocTypeRule(pattern="*회의*", doc_type="meeting_note"),
+    DocTypeRule(pattern="*.pdf", doc_type="textbook"),
+]
+
+
+class Settings(BaseSettings):
+    """Every knob of ragprep, with defaults that work offline on a fresh machine."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAGPREP_",
+        env_nested_delimiter="__",
+        toml_file="ragprep.toml",
+        extra="forbid",
+        frozen=True,
+    )
+
+    root: Path = Field(Path("ragprep-data"), description="Where every output of ragprep lives.")
+    workers: int = Field(2, ge=1, le=64, description="Documents processed at once (thread pool).")
+    doc_type_rules: list[DocTypeRule] = Field(
+        default_factory=lambda: list(DEFAULT_DOC_TYPE_RULES),
+        description="First matching glob (on the file name) decides the document type.",
+    )
+    # OCR
+    ocr_enabled: bool = Field(True, description="Run Tesseract on pictures and on PDF pages without usable text.")
+    ocr_languages: str = Field("kor+eng", description="Tesseract language list.")
+    ocr_min_confidence: float = Field(
+        50.0,
+        description="OCR lines whose mean word confidence is below this are dropped "
+        "(per line, not per word: Tesseract scores correct numbers as low as 15).",
+    )
+    ocr_min_chars: int = Field(4, description="A picture 'carries text' when OCR keeps at least this many letters/digits ...")
+    ocr_min_mean_confidence: float = Field(60.0, description="... at this mean word confidence or more.")
+    ocr_dpi: int = Field(200, ge=72, le=600, description="Render resolution for OCR of PDF pages.")
+    ocr_max_side_px: int = Field(3000, ge=500, description="Rendered pages are scaled down so their longest side fits this.")
+    ocr_min_image_px: int = Field(64, description="Pictures smaller than this (either side, pixels) are not OCR'd.")
+    # PDF
+    pdf_garbage_threshold: float = Field(
+        0.30, description="A PDF page whose text has more than this share of unreadable characters is OCR'd."
+    )
+    pdf_min_text_chars: int = Field(20, description="A PDF page with fewer extracted characters counts as having no text layer.")
+    pdf_fallback_window: int = Field(10, ge=1, description="Pages per chunk when neither outline nor headings give chapters.")
+    pdf_dominant_chapter_share: float = Field(
+        0.6, description="An outline chapter covering more than this share of pages is split at its sections."
+    )
+    pdf_tables: bool = Field(True, description="Detect tables on PDF pages.")
+    chunk_max_tokens: int = Field(1500, ge=50, description="Token budget of one chunk; longer chapters split at sub-headings, then between sentences.")
+    save_pdf_images: bool = Field(True, description="Save embedded PDF images (content-addressed).")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = os.environ.get("RAGPREP_CONFIG", "ragprep.toml")
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+
+    def doc_type_for(self, path: Path | str) -> DocType:
+        name = Path(path).name.lower()
+        for rule in self.doc_type_rules:
+            if fnmatch.fnmatch(name, rule.pattern.lower()):
+                return rule.doc_type
+        return "other"
+
+    def extraction_fingerprint(self) -> str:
+        """Hash of the settings that change what extraction produces (not where it goes)."""
+        relevant = self.model_dump(
+            mode="json",
+            exclude={"root", "workers", "doc_type_rules"},
+        )
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,53 @@
+"""``documents``: one row per input file, including the ones that failed."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+DocumentStatus = Literal["ok", "partial", "failed"]
+
+
+class DocumentRow(BaseModel):
+    doc_id: str = Field(description="First 16 hex digits of the content SHA-256 (failed files: of path+content).")
+    content_sha256: str
+    path: str = Field(description="The path as discovered.")
+    file_name: str
+    doc_type: str = Field(description="test_report | meeting_note | textbook | other (settings.doc_type_rules).")
+    format: str = Field(description="pptx | pdf | unknown")
+    size_bytes: int
+    title: str | None = None
+    n_units: int = Field(0, description="Slides of a deck or pages of a PDF.")
+    n_elements: int = 0
+    n_chunks: int = 0
+    n_ocr_units: int = Field(0, description="Pictures or pages whose text came from OCR.")
+    status: DocumentStatus
+    error: str | None = Field(None, description="One-line reason naming the file when status is failed.")
+    warnings: list[str] = Field(default_factory=list, description="Non-fatal problems (status partial).")
+    extractor: str = Field(description="Backend and ragprep version that produced the rows.")
+    settings_fingerprint: str
+
+
+DOCUMENTS_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("content_sha256", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("file_name", pa.string(), nullable=False),
+        pa.field("doc_type", pa.string(), nullable=False),
+        pa.field("format", pa.string(), nullable=False),
+        pa.field("size_bytes", pa.int64(), nullable=False),
+        pa.field("title", pa.string()),
+        pa.field("n_units", pa.int32(), nullable=False),
+        pa.field("n_elements", pa.int32(), nullable=False),
+        pa.field("n_chunks", pa.int32(), nullable=False),
+        pa.field("n_ocr_units", pa.int32(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("error", pa.string()),
+        pa.field("warnings", pa.list_(pa.string()), nullable=False),
+        pa.field("extractor", pa.string(), nullable=False),
+        pa.field("settings_fingerprint", pa.string(), nullable=False),
+    ]
+)

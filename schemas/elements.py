@@ -1,0 +1,54 @@
+"""``elements``: one row per text block, table, picture, chart, SmartArt or notes block."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+ElementKind = Literal["title", "text", "table", "chart", "picture", "smartart", "notes", "ocr_page"]
+OcrStatus = Literal["not_needed", "ok", "no_text", "unavailable", "disabled", "error"]
+
+
+class ElementRow(BaseModel):
+    element_id: str
+    doc_id: str
+    source_path: str
+    unit: Literal["slide", "page"]
+    number: int = Field(description="1-based slide or page number.")
+    order: int = Field(description="Reading order within the slide/page.")
+    kind: ElementKind
+    text: str = Field(description="The element rendered as Markdown (empty for a picture without text).")
+    bbox: list[float] | None = Field(None, description="x0, y0, x1, y1 in points from the top-left corner.")
+    group_path: str | None = Field(None, description="Enclosing group shapes, outermost first, for slide shapes.")
+    image_path: str | None = Field(None, description="Content-addressed image file, relative to the root.")
+    image_width: int | None = None
+    image_height: int | None = None
+    ocr_text: str | None = None
+    ocr_status: OcrStatus = "not_needed"
+    extractor: str = Field(description="What produced the row: python-pptx, chart-xml, pymupdf, tesseract, ...")
+    meta: str | None = Field(None, description="Small JSON with kind-specific facts (table shape, chart type, heading level).")
+
+
+ELEMENTS_SCHEMA = pa.schema(
+    [
+        pa.field("element_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("source_path", pa.string(), nullable=False),
+        pa.field("unit", pa.string(), nullable=False),
+        pa.field("number", pa.int32(), nullable=False),
+        pa.field("order", pa.int32(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("bbox", pa.list_(pa.float64())),
+        pa.field("group_path", pa.string()),
+        pa.field("image_path", pa.string()),
+        pa.field("image_width", pa.int32()),
+        pa.field("image_height", pa.int32()),
+        pa.field("ocr_text", pa.string()),
+        pa.field("ocr_status", pa.string(), nullable=False),
+        pa.field("extractor", pa.string(), nullable=False),
+        pa.field("meta", pa.string()),
+    ]
+)

@@ -1,0 +1,374 @@
+"""PDF books and reports with PyMuPDF: text blocks in reading order, tables, images, OCR.
+
+Per page: text blocks (sorted top-to-bottom, left-to-right), headings recognised by
+font size and weight relative to the document's body text, tables found by
+``find_tables`` (line strategy, without the layout model) rendered as Markdown with
+the text they cover removed from the blocks, embedded images saved once
+(content-addressed), and OCR of the rendered page when the page has no text layer or
+its text is unreadable (broken font-to-Unicode maps).  The outline is returned for
+chaptering.
+
+MuPDF is not thread-safe, so every PyMuPDF call runs under one process-wide lock;
+OCR (a Tesseract subprocess) runs outside it, so documents still overlap there.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import threading
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymupdf
+
+from ragprep import __version__
+from ragprep.ids import element_id_for
+from schemas.elements import ElementRow
+from tasks.extract.base import DocumentError, ExtractContext, ExtractedDocument, OutlineEntry, dumps_meta
+from tasks.extract.markdown import markdown_table, quote_block
+
+PDF_LOCK = threading.RLock()
+"""Serialises PyMuPDF calls across threads (MuPDF supports no concurrent use)."""
+
+TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+BOLD_FONT_RE = re.compile(r"bold|black|heavy|semibold|demi|[-,]b\b|bx", re.IGNORECASE)
+CID_RE = re.compile(r"\(cid:\d+\)")
+MIN_IMAGE_SIDE_PT = 24.0
+
+
+def garbage_ratio(text: str) -> float:
+    """Share of visible characters that cannot be real text.
+
+    Counted as unreadable: the replacement character, private-use code points (what
+    broken ToUnicode maps usually yield), control characters, unassigned code points,
+    and ``(cid:N)`` escapes (each counts as its length).
+    """
+    visible = [ch for ch in text if not ch.isspace()]
+    if not visible:
+        return 0.0
+    bad = sum(len(m.group()) for m in CID_RE.finditer(text))
+    for ch in CID_RE.sub("", text):
+        if ch.isspace():
+            continue
+        category = unicodedata.category(ch)
+        if ch == "\ufffd" or category in ("Co", "Cn") or (category == "Cc"):
+            bad += 1
+    return bad / len(visible)
+
+
+@dataclass
+class _Block:
+    page: int
+    bbox: tuple[float, float, float, float]
+    text: str
+    size: float
+    bold: bool
+    n_lines: int
+    heading_level: int | None = None
+
+
+@dataclass
+class _Page:
+    number: int
+    blocks: list[_Block] = field(default_factory=list)
+    tables: list[tuple[tuple[float, float, float, float], str, dict]] = field(default_factory=list)
+    images: list[tuple[tuple[float, float, float, float], str, int, int, str]] = field(default_factory=list)
+    ocr_png: bytes | None = None
+    ocr_reason: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _check_header(path: Path) -> None:
+    with open(path, "rb") as handle:
+        head = handle.read(1024)
+    if not head:
+        raise DocumentError(f"{path.name}: empty file (0 bytes)")
+    if b"%PDF-" not in head:
+        raise DocumentError(f"{path.name}: not a PDF (no %PDF- header in the first 1 KiB)")
+
+
+def _join_lines(lines: list[str]) -> str:
+    out = ""
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if not out:
+            out = line
+        elif out.endswith("-") and line[:1].islower():
+            out = out[:-1] + line
+        else:
+            out += " " + line
+    return out
+
+
+def _read_blocks(page_number: int, text_dict: dict) -> list[_Block]:
+    blocks: list[_Block] = []
+    for block in text_dict.get("blocks", []):
+        if block.get("type", 0) != 0:
+            continue
+        lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
+        for line in block.get("lines", []):
+            spans = line.get("spans", [])
+            lines.append("".join(span["text"] for span in spans))
+            for span in spans:
+                count = len(span["text"].strip())
+                if not count:
+                    continue
+                sizes[round(span["size"] * 2) / 2] += count
+                n_chars += count
+                if span["flags"] & 16 or BOLD_FONT_RE.search(span.get("font", "")):
+                    bold_chars += count
+        text = _join_lines(lines)
+        if not text:
+            continue
+        size = sizes.most_common(1)[0][0] if sizes else 0.0
+        blocks.append(
+            _Block(page_number, tuple(round(v, 2) for v in block["bbox"]), text, size, bold_chars > 0.6 * n_chars, len(lines))
+        )
+    return blocks
+
+
+def _inside(inner: tuple[float, ...], outer: tuple[float, ...], slack: float = 2.0) -> bool:
+    cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
+    return outer[0] - slack <= cx <= outer[2] + slack and outer[1] - slack <= cy <= outer[3] + slack
+
+
+def _table_rows(page: pymupdf.Page, table, textpage) -> list[list[str | None]]:
+    """Cell texts read from each cell's box.
+
+    ``Table.extract()`` in PyMuPDF 2.0 reorders punctuation inside cells ("1.0" comes
+    back as "1 0\\n."), so every cell is read with ``get_textbox`` instead.
+    """
+    return [
+        [page.get_textbox(cell, textpage=textpage) if cell is not None else None for cell in row.cells]
+        for row in table.rows
+    ]
+
+
+def _outline(doc: pymupdf.Document) -> list[OutlineEntry]:
+    entries: list[OutlineEntry] = []
+    for item in doc.get_toc(simple=False):
+        level, title, page = item[0], " ".join(str(item[1]).split()), item[2]
+        if page < 1 or page > doc.page_count or not title:
+            continue
+        y = None
+        dest = item[3] if len(item) > 3 and isinstance(item[3], dict) else {}
+        point = dest.get("to")
+        if point is not None:
+            height = doc[page - 1].rect.height
+            y = max(0.0, min(height, height - float(point.y)))
+        entries.append(OutlineEntry(level=level, title=title, page=page, y=y))
+    return entries
+
+
+def _assign_headings(blocks: list[_Block]) -> float:
+    """Mark heading blocks (level 1 = largest) and return the body font size."""
+    weights: Counter = Counter()
+    for block in blocks:
+        weights[block.size] += len(block.text)
+    if not weights:
+        return 0.0
+    body = weights.most_common(1)[0][0]
+    candidates = []
+    for block in blocks:
+        short = len(block.text) <= 120 and block.n_lines <= 3 and not block.text.endswith((".", ",", ";"))
+        if not short or not re.search(r"[^\W\d_]{2}", block.text):
+            continue
+        if block.size >= body * 1.2 or (block.bold and block.size >= body * 1.05):
+            candidates.append(block)
+    sizes = sorted({b.size for b in candidates}, reverse=True)[:3]
+    for block in candidates:
+        block.heading_level = sizes.index(block.size) + 1 if block.size in sizes else 3
+    return body
+
+
+def has_ruling_grid(page: pymupdf.Page, min_edges: int = 3) -> bool:
+    """Whether the page draws at least ``min_edges`` horizontal and vertical edges.
+
+    ``find_tables`` with the line strategy can only find ruled tables; this cheap
+    pre-check skips the expensive character analysis on pages without any grid.
+    """
+    horizontal = vertical = 0
+    for path in page.get_cdrawings():
+        for item in path.get("items", ()):
+            if item[0] == "re":
+                x0, y0, x1, y1 = item[1]
+                wide, tall = abs(x1 - x0) > 3, abs(y1 - y0) > 3
+                horizontal += 2 if wide and tall else int(wide)
+                vertical += 2 if wide and tall else int(tall)
+            elif item[0] == "l":
+                (ax, ay), (bx, by) = item[1], item[2]
+                if abs(ay - by) < 1 and abs(ax - bx) > 3:
+                    horizontal += 1
+                elif abs(ax - bx) < 1 and abs(ay - by) > 3:
+                    vertical += 1
+            if horizontal >= min_edges and vertical >= min_edges:
+                return True
+    return False
+
+
+def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xrefs: set[int]) -> _Page:
+    settings = ctx.settings
+    page = doc[index]
+    result = _Page(number=index + 1)
+    table_boxes: list[tuple[float, float, float, float]] = []
+    textpage = page.get_textpage(flags=TEXT_FLAGS)
+    if settings.pdf_tables and has_ruling_grid(page):
+        try:
+            found = page.find_tables(use_layout=False)
+            for table in found.tables:
+                rows = _table_rows(page, table, textpage)
+                markdown = markdown_table(rows)
+                if not markdown:
+                    continue
+                box = tuple(round(v, 2) for v in table.bbox)
+                table_boxes.append(box)
+                result.tables.append((box, markdown, {"rows": len(rows), "cols": table.col_count}))
+        except Exception as exc:  # table detection is best effort per page
+            result.warnings.append(f"page {index + 1}: table detection failed: {type(exc).__name__}: {exc}")
+    text_dict = page.get_text("dict", textpage=textpage, sort=True)
+    blocks = [b for b in _read_blocks(index + 1, text_dict) if not any(_inside(b.bbox, t) for t in table_boxes)]
+    page_text = " ".join(b.text for b in blocks) + " ".join(md for _, md, _ in result.tables)
+    n_chars = sum(1 for ch in page_text if not ch.isspace())
+    ratio = garbage_ratio(page_text)
+    if n_chars < settings.pdf_min_text_chars and (page.get_images() or len(page.get_cdrawings()) > 50):
+        result.ocr_reason = "no text layer"
+    elif ratio > settings.pdf_garbage_threshold:
+        result.ocr_reason = f"unreadable text ({ratio:.0%} garbage characters)"
+    if result.ocr_reason and settings.ocr_enabled:
+        longest_pt = max(page.rect.width, page.rect.height) or 1.0
+        dpi = max(36, min(settings.ocr_dpi, int(settings.ocr_max_side_px * 72 / longest_pt)))
+        result.ocr_png = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY).tobytes("png")
+    if result.ocr_reason and ratio > settings.pdf_garbage_threshold:
+        blocks, result.tables = [], []  # garbage is not kept beside its OCR
+    result.blocks = blocks
+    if settings.save_pdf_images:
+        for xref, *_ in page.get_images(full=True):
+            if xref <= 0 or xref in seen_xrefs:
+                continue
+            rects = [r for r in page.get_image_rects(xref) if min(r.width, r.height) >= MIN_IMAGE_SIDE_PT]
+            if not rects:
+                continue
+            seen_xrefs.add(xref)
+            try:
+                extracted = doc.extract_image(xref)
+            except Exception as exc:
+                result.warnings.append(f"page {index + 1}: image xref {xref} unreadable: {exc}")
+                continue
+            if not extracted or not extracted.get("image"):
+                continue
+            stored = ctx.layout.save_image(extracted["image"], extracted.get("ext", "png"))
+            x0, y0, x1, y1 = rects[0]
+            bbox = (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
+            result.images.append((bbox, stored.rel_path, extracted.get("width", 0), extracted.get("height", 0), stored.sha256))
+    return result
+
+
+def extract_pdf(path: Path, ctx: ExtractContext) -> ExtractedDocument:
+    _check_header(path)
+    with PDF_LOCK:
+        try:
+            doc = pymupdf.open(path, filetype="pdf")
+        except Exception as exc:
+            raise DocumentError(f"{path.name}: corrupt or unreadable PDF ({type(exc).__name__}: {exc})") from exc
+        if doc.needs_pass:
+            doc.close()
+            raise DocumentError(f"{path.name}: password-protected PDF; provide an unencrypted copy")
+        n_pages = doc.page_count
+        outline = _outline(doc)
+        title = (doc.metadata or {}).get("title") or None
+    if n_pages == 0:
+        raise DocumentError(f"{path.name}: PDF has no pages")
+    pages: list[_Page] = []
+    warnings: list[str] = []
+    seen_xrefs: set[int] = set()
+    n_ocr = 0
+    try:
+        for index in range(n_pages):
+            try:
+                with PDF_LOCK:
+                    scanned = _scan_page(doc, index, ctx, seen_xrefs)
+            except Exception as exc:
+                warnings.append(f"page {index + 1}: unreadable: {type(exc).__name__}: {exc}")
+                scanned = _Page(number=index + 1)
+            warnings.extend(scanned.warnings)
+            pages.append(scanned)
+            ctx.report(index + 1, n_pages)
+    finally:
+        with PDF_LOCK:
+            doc.close()
+    _assign_headings([block for page in pages for block in page.blocks])
+    elements: list[ElementRow] = []
+    for page in pages:
+        items: list[tuple[tuple[float, float], str, str, tuple | None, dict]] = []
+        for block in page.blocks:
+            kind = "title" if block.heading_level else "text"
+            meta = {"font_size": block.size, "heading_level": block.heading_level, "bold": block.bold or None}
+            items.append(((block.bbox[1], block.bbox[0]), kind, block.text, block.bbox, meta))
+        for box, markdown, meta in page.tables:
+            items.append(((box[1], box[0]), "table", markdown, box, meta))
+        for box, rel_path, width, height, digest in page.images:
+            text = f"![Image on page {page.number} ({width}x{height} px)]({rel_path})"
+            items.append(((box[1], box[0]), "picture", text, box, {"image": (rel_path, width, height, digest)}))
+        items.sort(key=lambda item: item[0])
+        for order, (_, kind, text, box, meta) in enumerate(items):
+            image = meta.pop("image", None)
+            elements.append(
+                ElementRow(
+                    element_id=element_id_for(ctx.doc_id, "page", page.number, order, kind),
+                    doc_id=ctx.doc_id,
+                    source_path=ctx.source_path,
+                    unit="page",
+                    number=page.number,
+                    order=order,
+                    kind=kind,
+                    text=text,
+                    bbox=list(box) if box else None,
+                    image_path=image[0] if image else None,
+                    image_width=image[1] if image else None,
+                    image_height=image[2] if image else None,
+                    extractor="pymupdf",
+                    meta=dumps_meta(**meta, sha256=image[3] if image else None),
+                )
+            )
+        if page.ocr_reason:
+            status, result, warning = ctx.ocr_image(page.ocr_png or b"")
+            if warning:
+                warnings.append(f"page {page.number}: {warning}")
+            if status in ("unavailable", "disabled"):
+                warnings.append(f"page {page.number}: {page.ocr_reason}, OCR {status}; page text may be missing")
+            text = quote_block(f"OCR text of page {page.number}", result.text) if status == "ok" and result else ""
+            n_ocr += status == "ok"
+            order = len([e for e in elements if e.number == page.number])
+            elements.append(
+                ElementRow(
+                    element_id=element_id_for(ctx.doc_id, "page", page.number, order, "ocr_page"),
+                    doc_id=ctx.doc_id,
+                    source_path=ctx.source_path,
+                    unit="page",
+                    number=page.number,
+                    order=order,
+                    kind="ocr_page",
+                    text=text,
+                    ocr_text=result.text if result else None,
+                    ocr_status=status,
+                    extractor="pymupdf+tesseract",
+                    meta=dumps_meta(reason=page.ocr_reason, mean_confidence=result.mean_confidence if result else None),
+                )
+            )
+    if title is None:
+        title = next((e.text for e in elements if e.kind == "title"), None)
+    return ExtractedDocument(
+        format="pdf",
+        n_units=n_pages,
+        title=title,
+        elements=elements,
+        outline=outline,
+        warnings=warnings,
+        n_ocr_units=n_ocr,
+        extractor=f"ragprep {__version__} pdf backend (PyMuPDF {pymupdf.VersionBind})",
+    )
