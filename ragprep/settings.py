@@ -83,6 +83,7 @@ class Settings(BaseSettings):
     pdf_dominant_chapter_share: float = Field(
         0.6, description="An outline chapter covering more than this share of pages is split at its sections."
     )
+    pdf_dominant_chapter_min_pages: int = Field(10, ge=1, description="... and at least this many pages.")
     pdf_tables: bool = Field(True, description="Detect tables on PDF pages.")
     chunk_max_tokens: int = Field(1500, ge=50, description="Token budget of one chunk; longer chapters split at sub-headings, then between sentences.")
     save_pdf_images: bool = Field(True, description="Save embedded PDF images (content-addressed).")

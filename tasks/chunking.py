@@ -98,12 +98,15 @@ def slide_chunks(doc_id: str, source_path: str, elements: Sequence[ElementRow]) 
     return chunks
 
 
-def select_outline_chapters(outline: Sequence[OutlineEntry], n_pages: int, dominant_share: float) -> list[ChapterStart]:
+def select_outline_chapters(
+    outline: Sequence[OutlineEntry], n_pages: int, dominant_share: float, dominant_min_pages: int = 10
+) -> list[ChapterStart]:
     """Outline entries that make chapter-sized chunks.
 
-    The top level is used, except that a top-level entry spanning more than
-    ``dominant_share`` of the pages (a one-chapter book, or an overview that holds
-    the whole text) is replaced by itself (its opening pages) and its direct children.
+    The top level is used, except that a top-level entry that dominates the book (the
+    only one, or one spanning more than ``dominant_share`` of the pages) and spans at
+    least ``dominant_min_pages`` pages is followed by its direct children: the entry
+    keeps its opening pages and each child section becomes a chunk of its own.
     """
     entries = [e for e in outline if 1 <= e.page <= n_pages]
     if not entries:
@@ -121,7 +124,7 @@ def select_outline_chapters(outline: Sequence[OutlineEntry], n_pages: int, domin
         end_page = entries[end_index].page if end_index < len(entries) else n_pages + 1
         span = end_page - entry.page
         children = [e for e in entries[i + 1 : end_index] if e.level == top + 1]
-        dominant = len(top_indices) == 1 or span / max(n_pages, 1) > dominant_share
+        dominant = (len(top_indices) == 1 or span / max(n_pages, 1) > dominant_share) and span >= dominant_min_pages
         chapters.append(start(entry, (entry.title,)))
         if dominant and children:
             chapters.extend(start(child, (entry.title, child.title)) for child in children)
@@ -129,14 +132,31 @@ def select_outline_chapters(outline: Sequence[OutlineEntry], n_pages: int, domin
 
 
 def heading_chapters(elements: Sequence[ElementRow]) -> list[ChapterStart]:
-    """Chapters at the top level of detected headings (that level must occur twice)."""
-    headings = [(e, _heading_level(e)) for e in elements if _heading_level(e)]
-    for level in sorted({lvl for _, lvl in headings}):
-        chosen = [e for e, lvl in headings if lvl == level]
-        if len(chosen) >= 2:
-            return [
-                ChapterStart(e.text[:200], e.number, (e.bbox[1] if e.bbox else 0.0), (e.text[:200],)) for e in chosen
-            ]
+    """Chapters at the top level of detected headings (that level must occur twice).
+
+    Headings that follow each other with no text between them (a title set on several
+    lines) make one chapter whose title joins them.
+    """
+    headings = {e.element_id: _heading_level(e) for e in elements if _heading_level(e)}
+    for level in sorted(set(headings.values())):
+        if sum(1 for lvl in headings.values() if lvl == level) < 2:
+            continue
+        starts: list[ChapterStart] = []
+        body_since_start = True
+        for element in elements:
+            if headings.get(element.element_id) == level:
+                text = element.text[:200]
+                if starts and not body_since_start:
+                    last = starts[-1]
+                    title = f"{last.title} {text}"[:200]
+                    starts[-1] = ChapterStart(title, last.page, last.y, (title,))
+                else:
+                    y = element.bbox[1] if element.bbox else 0.0
+                    starts.append(ChapterStart(text, element.number, y, (text,)))
+                body_since_start = False
+            elif element.kind != "title" and element.text:
+                body_since_start = True
+        return starts
     return []
 
 
@@ -244,9 +264,12 @@ def _chapter_rows(
     elements: Sequence[ElementRow],
     budget: int,
 ) -> list[ChunkRow]:
-    body = [e for e in elements if not (e.kind == "title" and _normalise(e.text) == _normalise(title))]
-    if not body and not elements:
+    if not elements:
         return []
+    body = list(elements)
+    while body and body[0].kind == "title" and _normalise(body[0].text) in _normalise(title):
+        body.pop(0)  # the chapter heading itself (possibly set on several lines)
+    body = [e for e in body if not (e.kind == "title" and _normalise(e.text) == _normalise(title))]
     whole = "\n\n".join([f"# {title}"] + [element_markdown(e) for e in body if e.text])
     if count_tokens(whole) <= budget:
         parts = [(title, path, [(e, element_markdown(e)) for e in body if e.text])]
@@ -290,7 +313,9 @@ def pdf_chunks(
 ) -> list[ChunkRow]:
     ordered = sorted(elements, key=lambda e: (e.number, e.order))
     budget = settings.chunk_max_tokens
-    starts = select_outline_chapters(outline, n_pages, settings.pdf_dominant_chapter_share) or heading_chapters(ordered)
+    starts = select_outline_chapters(
+        outline, n_pages, settings.pdf_dominant_chapter_share, settings.pdf_dominant_chapter_min_pages
+    ) or heading_chapters(ordered)
     rows: list[ChunkRow] = []
     if starts:
         front, groups = _assign(ordered, starts)

@@ -159,8 +159,11 @@ def _outline(doc: pymupdf.Document) -> list[OutlineEntry]:
         dest = item[3] if len(item) > 3 and isinstance(item[3], dict) else {}
         point = dest.get("to")
         if point is not None:
+            # PyMuPDF gives LINK_GOTO targets in page (top-down) coordinates and named
+            # destinations in PDF user space (bottom-up).
             height = doc[page - 1].rect.height
-            y = max(0.0, min(height, height - float(point.y)))
+            raw = float(point.y)
+            y = max(0.0, min(height, raw if dest.get("kind") == pymupdf.LINK_GOTO else height - raw))
         entries.append(OutlineEntry(level=level, title=title, page=page, y=y))
     return entries
 

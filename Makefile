@@ -1,0 +1,38 @@
+# ragprep: the two set-up commands are `make demo` and `make test`.
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+ROOT ?= ragprep-data
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export DO_NOT_TRACK ?= 1
+
+.PHONY: demo test bench system-deps sample-docs clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+system-deps:
+	@deploy/install-system-deps.sh
+
+## The whole pipeline over sample_docs/ on the embedded defaults (no keys, no network).
+demo: $(VENV)/.installed system-deps
+	$(VENV)/bin/ragprep run sample_docs --root $(ROOT)
+
+## The test suite (installs what it needs; starts its own Prefect server on loopback).
+test: $(VENV)/.installed system-deps
+	$(PY) -m pytest
+
+## Benchmarks: ratios against baselines and peers measured in the same run.
+bench: $(VENV)/.installed system-deps
+	$(VENV)/bin/pip install -q -r bench/requirements.txt
+	$(PY) bench/extract.py
+
+## Regenerate the committed sample documents (deterministic bytes).
+sample-docs: $(VENV)/.installed
+	$(PY) sample_docs/generate.py
+
+clean:
+	rm -rf $(ROOT) .pytest_cache

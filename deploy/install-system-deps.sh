@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ragprep uses (Tesseract with Korean and English models)
+# when they are missing and we are root; otherwise prints the exact command and carries
+# on: ragprep then runs with OCR marked unavailable on every row that needed it.
+set -u
+missing=()
+command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
+if command -v tesseract >/dev/null 2>&1; then
+  langs=$(tesseract --list-langs 2>/dev/null)
+  grep -qx kor <<<"$langs" || missing+=(tesseract-ocr-kor)
+  grep -qx eng <<<"$langs" || missing+=(tesseract-ocr-eng)
+else
+  missing+=(tesseract-ocr-kor tesseract-ocr-eng)
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing ${missing[*]} ..."
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && $cmd -qq; } >/tmp/ragprep-apt.log 2>&1 \
+    || { echo "apt-get failed (see /tmp/ragprep-apt.log); OCR will be marked unavailable"; exit 0; }
+else
+  echo "OCR needs: sudo apt-get update && sudo $cmd"
+  echo "continuing without it: OCR will be marked unavailable"
+fi
+exit 0
