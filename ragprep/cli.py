@@ -28,8 +28,16 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console()
+console = Console()  # on a pipe, widened before use (see _widen_for_pipes)
 err = Console(stderr=True)
+
+
+def _widen_for_pipes() -> None:
+    """Rich wraps at 80 columns when not on a terminal; logs and CI want whole lines."""
+    for target in (console, err):
+        if not target.is_terminal:
+            target.width = 200
+            target.soft_wrap = True
 
 RootOption = Annotated[
     Optional[Path],
@@ -64,6 +72,7 @@ def main(
     ] = False,
 ) -> None:
     """ragprep: on-premise document-to-RAG-corpus pipeline."""
+    _widen_for_pipes()
 
 
 def _print_summary(summary, settings: Settings) -> None:

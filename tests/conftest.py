@@ -67,3 +67,19 @@ def extracted(tmp_path_factory):
         return cache[key]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """A real Prefect API server on loopback for the whole session (SQLite in a temp dir)."""
+    import os
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        url = PREFECT_API_URL.value()
+        assert url and ("127.0.0.1" in url or "localhost" in url), url
+        yield url

@@ -1,0 +1,88 @@
+"""The ragprep command line, run as a user runs it (subprocess), against the test Prefect server."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.bad_inputs import make_bad_inputs
+from tests.conftest import REPO, SAMPLE_DOCS
+
+RAGPREP = str(Path(sys.executable).with_name("ragprep"))
+
+
+def ragprep(*args: str, api_url: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PREFECT_API_URL": api_url, "RAGPREP_OCR_ENABLED": "false"}
+    return subprocess.run([RAGPREP, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def demo_root(prefect_server, tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli") / "data"
+    proc = ragprep("run", str(SAMPLE_DOCS), "--root", str(root), api_url=prefect_server)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root, proc
+
+
+def test_run_prints_summary_and_plain_progress(demo_root):
+    root, proc = demo_root
+    assert "6 documents: 6 ok, 0 partial, 0 failed" in proc.stdout
+    assert f"tables: {root}/tables" in proc.stdout
+    assert "crash_report_side_pole.pptx" in proc.stdout
+    # not a terminal: plain log lines carry per-document progress
+    assert "crash_report_side_pole.pptx: slide 6/6" in proc.stderr + proc.stdout
+    assert "textbook_vehicle_safety.pdf: ok, 10 pages" in proc.stderr + proc.stdout
+
+
+def test_sql_json_and_csv(demo_root, prefect_server):
+    root, _ = demo_root
+    proc = ragprep("sql", "select status, count(*) as n from documents group by 1", "--root", str(root),
+                   "--format", "json", api_url=prefect_server)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [{"status": "ok", "n": 6}]
+    proc = ragprep("sql", "select slide, title from chunks where source_path like '%frontal%' order by slide",
+                   "--root", str(root), "--format", "csv", api_url=prefect_server)
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows[0] == ["slide", "title"] and rows[1] == ["1", "Frontal Offset Crash Test Report"] and len(rows) == 7
+
+
+def test_sql_errors_are_clear(demo_root, prefect_server, tmp_path):
+    root, _ = demo_root
+    proc = ragprep("sql", "select nope from chunks", "--root", str(root), api_url=prefect_server)
+    assert proc.returncode == 2 and "query failed" in proc.stderr
+    proc = ragprep("sql", "select 1", "--root", str(tmp_path / "empty"), api_url=prefect_server)
+    assert proc.returncode == 2 and "no tables under" in proc.stderr and "ragprep run" in proc.stderr
+
+
+def test_exit_code_nonzero_only_when_every_document_failed(prefect_server, tmp_path):
+    make_bad_inputs(tmp_path / "bad")
+    proc = ragprep("run", str(tmp_path / "bad"), "--root", str(tmp_path / "out"), api_url=prefect_server)
+    assert proc.returncode == 1
+    assert "every document failed" in proc.stderr
+    shutil.copy(SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx", tmp_path / "bad" / "good.pptx")
+    proc = ragprep("run", str(tmp_path / "bad"), "--root", str(tmp_path / "out"), api_url=prefect_server)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "1 ok" in proc.stdout and "failed" in proc.stdout
+
+
+def test_missing_path_and_bad_settings(prefect_server, tmp_path):
+    proc = ragprep("run", str(tmp_path / "nowhere"), "--root", str(tmp_path / "out"), api_url=prefect_server)
+    assert proc.returncode == 2 and "no such file or directory" in proc.stderr
+    env_bad = {**os.environ, "RAGPREP_WORKERS": "zero"}
+    proc = subprocess.run([RAGPREP, "sql", "select 1"], capture_output=True, text=True, env=env_bad, cwd=tmp_path)
+    assert proc.returncode == 2 and "invalid settings" in proc.stderr and "workers" in proc.stderr
+
+
+def test_help_lists_commands():
+    proc = subprocess.run([RAGPREP, "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    for command in ("run", "ingest", "sql"):
+        assert command in proc.stdout

@@ -1,0 +1,88 @@
+"""The ingest flow on a real Prefect server (loopback), over sample_docs/ plus broken files."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from flows.ingest import ingest_flow
+from tests.bad_inputs import make_bad_inputs
+from tests.conftest import SAMPLE_DOCS, needs_tesseract
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("inputs")
+    shutil.copytree(SAMPLE_DOCS, folder / "docs", ignore=shutil.ignore_patterns("*.py", "*.md"))
+    expected_failures = make_bad_inputs(folder / "bad")
+    return folder, expected_failures
+
+
+def read(root, name):
+    return pq.read_table(root / "tables" / f"{name}.parquet").to_pylist()
+
+
+async def artifact_by_key(key: str):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    async with get_client() as client:
+        return await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+
+
+@needs_tesseract
+def test_ingest_flow_end_to_end(prefect_server, inputs, tmp_path):
+    folder, expected_failures = inputs
+    root = tmp_path / "out"
+    summary = ingest_flow(paths=[str(folder / "docs"), str(folder / "bad")], root=str(root), workers=2, ocr=True)
+
+    documents = {d["file_name"]: d for d in read(root, "documents")}
+    assert len(documents) == 6 + len(expected_failures)
+    for name, reason in expected_failures.items():
+        assert documents[name]["status"] == "failed" and reason in documents[name]["error"]
+    good = [d for d in documents.values() if d["status"] != "failed"]
+    assert len(good) == 6 and all(d["status"] == "ok" for d in good), [d["warnings"] for d in good]
+    assert documents["crash_report_side_pole.pptx"]["doc_type"] == "test_report"
+    assert documents["meeting_notes_ko_design_review.pptx"]["doc_type"] == "meeting_note"
+    assert documents["textbook_vehicle_safety.pdf"]["doc_type"] == "textbook"
+
+    chunks = read(root, "chunks")
+    assert sum(c["slide"] is not None for c in chunks) == 6 + 6 + 6 + 4 + 3
+    assert {c["doc_id"] for c in chunks} == {d["doc_id"] for d in good}
+    elements = read(root, "elements")
+    assert any(e["ocr_status"] == "ok" and "SLED PULSE OK" in e["ocr_text"] for e in elements)
+    assert summary.run.n_failed == len(expected_failures)
+    assert len(read(root, "runs")) == 1
+
+    artifacts = asyncio.run(artifact_by_key("ingest-summary"))
+    assert artifacts, "the run summary is published as a Prefect table artifact"
+    assert "crash_report_side_pole.pptx" in str(artifacts[0].data)
+
+    # Second run over unchanged inputs: every good document is reused, ids are identical.
+    again = ingest_flow(paths=[str(folder / "docs"), str(folder / "bad")], root=str(root), workers=2, ocr=True)
+    assert again.run.n_reused == 6
+    assert [c["chunk_id"] for c in read(root, "chunks")] == [c["chunk_id"] for c in chunks]
+    assert [e["element_id"] for e in read(root, "elements")] == [e["element_id"] for e in elements]
+    assert len(read(root, "runs")) == 2
+
+
+def test_flow_with_only_bad_files_completes(prefect_server, inputs, tmp_path):
+    folder, expected_failures = inputs
+    summary = ingest_flow(paths=[str(folder / "bad")], root=str(tmp_path / "out"), workers=3, ocr=False)
+    assert summary.run.n_failed == summary.run.n_documents == len(expected_failures)
+    assert read(tmp_path / "out", "chunks") == []
+
+
+def test_duplicate_content_is_ingested_once(prefect_server, tmp_path):
+    deck = (SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx").read_bytes()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.pptx").write_bytes(deck)
+    (tmp_path / "in" / "b.pptx").write_bytes(deck)
+    summary = ingest_flow(paths=[str(tmp_path / "in")], root=str(tmp_path / "out"), ocr=False)
+    statuses = {d.file_name: (d.status, d.error) for d in summary.documents}
+    assert statuses["a.pptx"] == ("ok", None)
+    assert statuses["b.pptx"][0] == "failed" and "identical content to" in statuses["b.pptx"][1]
+    assert len(read(tmp_path / "out", "chunks")) == 4

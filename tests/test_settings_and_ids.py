@@ -1,0 +1,74 @@
+"""Settings sources, document-type rules, and content-derived ids."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from ragprep.settings import Settings
+from tasks.ingest import discover, ingest_document
+from tests.conftest import REPO, SAMPLE_DOCS
+
+
+def test_env_and_toml_sources(tmp_path, monkeypatch):
+    config = tmp_path / "ragprep.toml"
+    config.write_text('workers = 3\nocr_languages = "eng"\n[[doc_type_rules]]\npattern = "*sled*"\ndoc_type = "test_report"\n')
+    monkeypatch.setenv("RAGPREP_CONFIG", str(config))
+    monkeypatch.setenv("RAGPREP_WORKERS", "5")
+    settings = Settings()
+    assert settings.workers == 5  # env beats the file
+    assert settings.ocr_languages == "eng"
+    assert settings.doc_type_for("Sled_Run_04.PPTX") == "test_report"
+    assert settings.doc_type_for("other.pptx") == "other"  # the file's rules replace the defaults
+    assert Settings(workers=7).workers == 7  # explicit arguments beat both
+
+
+def test_invalid_setting_names_the_field(monkeypatch):
+    monkeypatch.setenv("RAGPREP_WORKERS", "0")
+    with pytest.raises(ValidationError, match="workers"):
+        Settings()
+
+
+def test_default_doc_type_rules():
+    settings = Settings()
+    assert settings.doc_type_for("crash_report_side_pole.pptx") == "test_report"
+    assert settings.doc_type_for("2024 회의록.pptx") == "meeting_note"
+    assert settings.doc_type_for("weekly_meeting_notes.pptx") == "meeting_note"
+    assert settings.doc_type_for("vehicle_dynamics.pdf") == "textbook"
+    assert settings.doc_type_for("random.pptx") == "other"
+
+
+def test_fingerprint_ignores_where_outputs_go(tmp_path):
+    assert Settings(root=tmp_path / "a", workers=1).extraction_fingerprint() == Settings(root=tmp_path / "b", workers=4).extraction_fingerprint()
+    assert Settings(chunk_max_tokens=900).extraction_fingerprint() != Settings().extraction_fingerprint()
+
+
+def test_same_input_same_ids(tmp_path):
+    refs = discover([SAMPLE_DOCS], Settings(root=tmp_path))
+    first = [ingest_document(r, Settings(root=tmp_path / "one", ocr_enabled=False), None) for r in refs]
+    second = [ingest_document(r, Settings(root=tmp_path / "two", ocr_enabled=False), None) for r in refs]
+    assert [o.document.doc_id for o in first] == [o.document.doc_id for o in second]
+    import pyarrow.parquet as pq
+
+    for a, b in zip(first, second):
+        for table in ("elements", "chunks"):
+            ta = pq.read_table(f"{a.part_dir}/{table}.parquet").to_pylist()
+            tb = pq.read_table(f"{b.part_dir}/{table}.parquet").to_pylist()
+            assert ta == tb, (a.document.file_name, table)
+    assert first[0].document.doc_id == hashlib.sha256(refs[0] and open(refs[0].path, "rb").read()).hexdigest()[:16]
+
+
+def test_sample_docs_are_reproducible(tmp_path):
+    """The generator writes byte-identical files, so ids derived from them are stable."""
+    work = tmp_path / "sample_docs"
+    work.mkdir()
+    (work / "generate.py").write_text((SAMPLE_DOCS / "generate.py").read_text())
+    subprocess.run([sys.executable, str(work / "generate.py")], check=True, capture_output=True, cwd=REPO, timeout=300)
+    for committed in sorted(SAMPLE_DOCS.glob("*.p*")):
+        regenerated = work / committed.name
+        assert regenerated.exists(), committed.name
+        assert hashlib.sha256(regenerated.read_bytes()).hexdigest() == hashlib.sha256(committed.read_bytes()).hexdigest(), committed.name
