@@ -22,7 +22,7 @@ def make_bad_inputs(folder: Path) -> dict[str, str]:
     expected["empty.pdf"] = "empty file (0 bytes)"
 
     (folder / "truncated.pptx").write_bytes(deck[: len(deck) // 3])
-    expected["truncated.pptx"] = "not a readable PPTX (corrupt or truncated zip"
+    expected["truncated.pptx"] = "not a readable PPTX (corrupt or truncated zip archive)"
 
     (folder / "not_really.pdf").write_bytes(b"<html><body>this is a web page saved as .pdf</body></html>\n" * 20)
     expected["not_really.pdf"] = "not a PDF (no %PDF- header"

@@ -25,19 +25,23 @@ def read(root, name):
     return pq.read_table(root / "tables" / f"{name}.parquet").to_pylist()
 
 
-async def artifact_by_key(key: str):
+async def artifacts_of(flow_run_id, key: str):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
     async with get_client() as client:
-        return await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+        return await client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]), flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
 
 
 @needs_tesseract
 def test_ingest_flow_end_to_end(prefect_server, inputs, tmp_path):
     folder, expected_failures = inputs
     root = tmp_path / "out"
-    summary = ingest_flow(paths=[str(folder / "docs"), str(folder / "bad")], root=str(root), workers=2, ocr=True)
+    state = ingest_flow(paths=[str(folder / "docs"), str(folder / "bad")], root=str(root), workers=2, ocr=True, return_state=True)
+    assert state.is_completed()
+    summary = state.result()
 
     documents = {d["file_name"]: d for d in read(root, "documents")}
     assert len(documents) == 6 + len(expected_failures)
@@ -57,9 +61,10 @@ def test_ingest_flow_end_to_end(prefect_server, inputs, tmp_path):
     assert summary.run.n_failed == len(expected_failures)
     assert len(read(root, "runs")) == 1
 
-    artifacts = asyncio.run(artifact_by_key("ingest-summary"))
-    assert artifacts, "the run summary is published as a Prefect table artifact"
-    assert "crash_report_side_pole.pptx" in str(artifacts[0].data)
+    [artifact] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "ingest-summary"))
+    assert artifact.type == "table"
+    assert "crash_report_side_pole.pptx" in str(artifact.data) and "password-protected PDF" in str(artifact.data)
+    assert "6 ok" in artifact.description
 
     # Second run over unchanged inputs: every good document is reused, ids are identical.
     again = ingest_flow(paths=[str(folder / "docs"), str(folder / "bad")], root=str(root), workers=2, ocr=True)

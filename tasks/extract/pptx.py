@@ -69,7 +69,7 @@ def _open_presentation(path: Path):
     try:
         return Presentation(str(path))
     except (zipfile.BadZipFile, PackageNotFoundError, EOFError) as exc:
-        raise DocumentError(f"{path.name}: not a readable PPTX (corrupt or truncated zip: {exc})") from exc
+        raise DocumentError(f"{path.name}: not a readable PPTX (corrupt or truncated zip archive)") from exc
     except KeyError as exc:
         raise DocumentError(f"{path.name}: not a PowerPoint deck (missing part {exc})") from exc
 
