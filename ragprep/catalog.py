@@ -12,7 +12,7 @@ import duckdb
 
 from ragprep.storage import Layout
 
-QUERYABLE_TABLES = ("documents", "elements", "chunks", "runs")
+QUERYABLE_TABLES = ("documents", "elements", "chunks", "headers", "runs")
 
 
 class CatalogError(Exception):

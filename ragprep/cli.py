@@ -75,16 +75,46 @@ def main(
     _widen_for_pipes()
 
 
-def _print_summary(summary, settings: Settings) -> None:
+def quiet_prefect_environment() -> None:
+    """Defaults for a local Prefect run: no telemetry (nothing leaves the premises)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+def _prepare() -> None:
+    quiet_prefect_environment()
+    if sys.stderr.isatty():
+        # Live bars replace per-page log lines on a terminal; warnings still print.
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        from ragprep import progress
+
+        progress.install(progress.RichProgress(err))
+
+
+def _guarded(call):
+    """Run a flow; turn the errors a user can fix into one clear line and exit 2."""
+    from ragprep.prompts import PromptError
+    from ragprep.providers.base import ProviderError
+    from ragprep.providers.guard import PrivacyGuardError
+    from tasks.enrich import MissingTablesError
+
+    try:
+        return call()
+    except (FileNotFoundError, PrivacyGuardError, ProviderError, PromptError, MissingTablesError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+def _print_ingest(summary) -> None:
     from flows.ingest import summary_rows
 
-    table = Table(title="ragprep run", show_lines=False)
-    rows = summary_rows(summary.documents)
-    for column in ("document", "type", "format", "status", "units", "chunks", "ocr", "reason"):
+    table = Table(title="ragprep: documents", show_lines=False)
+    columns = ("document", "type", "format", "status", "units", "chunks", "ocr", "reason")
+    for column in columns:
         table.add_column(column, overflow="fold", max_width=60 if column == "reason" else None)
     colours = {"ok": "green", "partial": "yellow", "failed": "red"}
-    for row in rows:
-        cells = [str(row[c]) for c in ("document", "type", "format", "status", "units", "chunks", "ocr", "reason")]
+    for row in summary_rows(summary.documents):
+        cells = [str(row[c]) for c in columns]
         cells[3] = f"[{colours[row['status']]}]{cells[3]}[/]"
         table.add_row(*cells)
     console.print(table)
@@ -93,37 +123,30 @@ def _print_summary(summary, settings: Settings) -> None:
         f"{run.n_documents} documents: {run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed "
         f"({run.n_reused} unchanged, reused); {run.n_elements} elements, {run.n_chunks} chunks"
     )
-    console.print(f"tables: {summary.tables_dir}/{{documents,elements,chunks,runs}}.parquet")
-    console.print(f"images: {Layout(settings.root).images_dir}")
+
+
+def _print_stages(reports) -> None:
+    if not reports:
+        return
+    table = Table(title="ragprep: generative stages")
+    for column in ("stage", "provider", "model", "prompt", "items", "flagged", "flags", "calls", "cached"):
+        table.add_column(column, overflow="fold")
+    for r in reports:
+        calls = sum(u.get("calls", 0) for u in r.usage)
+        cached = sum(u.get("cache_hits", 0) for u in r.usage)
+        flags = ", ".join(f"{k}: {v}" for k, v in sorted(r.flags.items())) or "-"
+        table.add_row(r.stage, r.provider, r.model, r.prompt, str(r.items), str(r.flagged), flags, str(calls), str(cached))
+    console.print(table)
+
+
+def _print_outputs(settings: Settings) -> None:
+    layout = Layout(settings.root)
+    console.print(f"tables: {layout.tables_dir}/{{documents,elements,chunks,headers,runs}}.parquet")
+    console.print(f"images: {layout.images_dir}")
     console.print(f'query:  ragprep sql "select title, token_count from chunks limit 5" --root {settings.root}')
 
 
-def quiet_prefect_environment() -> None:
-    """Defaults for a local Prefect run: no telemetry (nothing leaves the premises)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-
-
-def _run_ingest(paths: list[Path], root: Optional[Path], workers: Optional[int], ocr: Optional[bool]) -> None:
-    settings = _settings(root=root, workers=workers, ocr_enabled=ocr)
-    quiet_prefect_environment()
-    interactive = sys.stderr.isatty()
-    if interactive:
-        # Live bars replace per-page log lines on a terminal; warnings still print.
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.ingest import ingest_flow  # noqa: PLC0415 - keeps the CLI light
-    from ragprep import progress
-
-    if interactive:
-        progress.install(progress.RichProgress(err))
-    try:
-        summary = ingest_flow(
-            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr_enabled
-        )
-    except FileNotFoundError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    _print_summary(summary, settings)
+def _check_ingest(summary, paths: list[Path]) -> None:
     if summary.run.n_documents == 0:
         err.print(f"[red]no documents found[/red] under {', '.join(map(str, paths))} (supported: .pptx, .pdf)")
         raise typer.Exit(1)
@@ -139,17 +162,59 @@ OcrOption = Annotated[Optional[bool], typer.Option("--ocr/--no-ocr", help="Run T
 
 @app.command()
 def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
-    """Run the pipeline over PATHS (today: ingest = extract + OCR + chunk).
+    """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers.
 
     Exits 1 only when no document was found or every document failed.
     """
-    _run_ingest(paths, root, workers, ocr)
+    settings = _settings(root=root, workers=workers, ocr_enabled=ocr)
+    _prepare()
+    from flows.pipeline import pipeline_flow
+
+    summary = _guarded(
+        lambda: pipeline_flow(
+            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr_enabled
+        )
+    )
+    _print_ingest(summary.ingest)
+    _print_stages(summary.stages)
+    _print_outputs(settings)
+    _check_ingest(summary.ingest, paths)
 
 
 @app.command()
 def ingest(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
     """Extract documents and build chunks (the ingest stage alone)."""
-    _run_ingest(paths, root, workers, ocr)
+    settings = _settings(root=root, workers=workers, ocr_enabled=ocr)
+    _prepare()
+    from flows.ingest import ingest_flow
+
+    summary = _guarded(
+        lambda: ingest_flow(
+            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr_enabled
+        )
+    )
+    _print_ingest(summary)
+    _print_outputs(settings)
+    _check_ingest(summary, paths)
+
+
+def _stage_command(stage: str, doc: str):
+    def command(root: RootOption = None) -> None:
+        settings = _settings(root=root)
+        _prepare()
+        import flows.enrich as enrich
+
+        flow_fn = getattr(enrich, f"{stage}_flow")
+        _print_stages(_guarded(lambda: flow_fn(root=str(settings.root))))
+
+    command.__doc__ = doc
+    command.__name__ = stage
+    return command
+
+
+app.command(name="describe")(_stage_command("describe", "Describe pictures, charts and tables (vlm_text) in the ingested tables."))
+app.command(name="correct")(_stage_command("correct", "Correct each slide's Markdown (markdown_v0); invented numbers are flagged."))
+app.command(name="headers")(_stage_command("headers", "Extract test-report headers and prepend them to their chunks (markdown_v1)."))
 
 
 @app.command()

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -24,6 +24,14 @@ from pydantic_settings import (
 )
 
 DocType = Literal["test_report", "meeting_note", "textbook", "other"]
+ProviderName = Literal["heuristic", "openai", "anthropic"]
+
+
+class ModelPrice(BaseModel):
+    """USD per million tokens, for the per-run cost estimate."""
+
+    input_per_mtok: float
+    output_per_mtok: float
 
 
 class DocTypeRule(BaseModel):
@@ -42,6 +50,14 @@ DEFAULT_DOC_TYPE_RULES: list[DocTypeRule] = [
     DocTypeRule(pattern="*회의*", doc_type="meeting_note"),
     DocTypeRule(pattern="*.pdf", doc_type="textbook"),
 ]
+
+
+EXTRACTION_FIELDS = (
+    "ocr_enabled", "ocr_languages", "ocr_min_confidence", "ocr_min_chars", "ocr_min_mean_confidence", "ocr_dpi",
+    "ocr_max_side_px", "ocr_min_image_px", "pdf_garbage_threshold", "pdf_min_text_chars", "pdf_fallback_window",
+    "pdf_dominant_chapter_share", "pdf_dominant_chapter_min_pages", "pdf_tables", "chunk_max_tokens", "save_pdf_images",
+)
+"""Settings that change what extraction and chunking produce (they key the per-document parts)."""
 
 
 class Settings(BaseSettings):
@@ -87,6 +103,33 @@ class Settings(BaseSettings):
     pdf_tables: bool = Field(True, description="Detect tables on PDF pages.")
     chunk_max_tokens: int = Field(1500, ge=50, description="Token budget of one chunk; longer chapters split at sub-headings, then between sentences.")
     save_pdf_images: bool = Field(True, description="Save embedded PDF images (content-addressed).")
+    # LLM / VLM providers
+    llm_provider: ProviderName = Field("heuristic", description="Text steps (correct, headers): heuristic | openai | anthropic.")
+    llm_model: str = Field("", description="Model name for openai/anthropic (e.g. qwen2.5-7b-instruct on vLLM).")
+    vlm_provider: ProviderName | None = Field(None, description="Image descriptions; default: the llm_provider.")
+    vlm_model: str = Field("", description="Vision model name; default: llm_model.")
+    llm_base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint (vLLM, Ollama, TGI, LM Studio), e.g. http://127.0.0.1:8000/v1."
+    )
+    llm_api_key: SecretStr | None = Field(None, description="API key for the endpoint (local servers usually accept any).")
+    anthropic_base_url: str | None = Field(None, description="Anthropic API base URL (default https://api.anthropic.com).")
+    anthropic_bedrock: bool = Field(False, description="Call Claude through AWS Bedrock (AnthropicBedrock) instead of the API.")
+    aws_region: str | None = Field(None, description="AWS region for Bedrock.")
+    llm_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Privacy guard: hosts besides loopback that may receive document text (e.g. llm.internal.example).",
+    )
+    llm_concurrency: int = Field(8, ge=1, le=256, description="LLM calls in flight at once.")
+    llm_requests_per_minute: float = Field(600.0, gt=0, description="Rate limit on LLM calls (leaky bucket).")
+    llm_timeout_s: float = Field(60.0, gt=0, description="Per-call timeout in seconds.")
+    llm_max_retries: int = Field(4, ge=0, le=10, description="SDK retries on 429/5xx/timeouts (exponential backoff with jitter, Retry-After honoured).")
+    llm_max_output_tokens: int = Field(2048, ge=16, description="max_tokens per call.")
+    llm_prices: dict[str, ModelPrice] = Field(default_factory=dict, description="Per-model prices for the cost estimate.")
+    header_fields: list[str] = Field(
+        default_factory=lambda: ["Test Name", "Region", "Stage", "Purpose"],
+        description="Report header fields extracted per test report (the paper's third field 'State' is 'Stage' here).",
+    )
+    header_slides: int = Field(2, ge=1, le=10, description="Slides of a test report read for its header.")
 
     @classmethod
     def settings_customise_sources(
@@ -109,8 +152,5 @@ class Settings(BaseSettings):
 
     def extraction_fingerprint(self) -> str:
         """Hash of the settings that change what extraction produces (not where it goes)."""
-        relevant = self.model_dump(
-            mode="json",
-            exclude={"root", "workers", "doc_type_rules"},
-        )
+        relevant = self.model_dump(mode="json", include=set(EXTRACTION_FIELDS))
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:12]

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from ragprep.ids import sha256_bytes
 
-TABLE_NAMES = ("documents", "elements", "chunks")
+TABLE_NAMES = ("documents", "elements", "chunks", "headers")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

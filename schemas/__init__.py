@@ -23,6 +23,17 @@ def table_to_rows(table: pa.Table, model: type[BaseModel]) -> list[BaseModel]:
     return [model.model_validate(record) for record in table.to_pylist()]
 
 
+def read_rows(path, model: type[BaseModel], schema: pa.Schema) -> list:
+    """Rows of a Parquet table as models; columns added to the schema since it was written read as null."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    for field in schema:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return [model.model_validate({k: v for k, v in r.items() if v is not None}) for r in table.to_pylist()]
+
+
 def check_schema_matches(model: type[BaseModel], schema: pa.Schema) -> Sequence[str]:
     """Names that differ between a row model and its Arrow schema (empty when aligned)."""
     model_fields = set(model.model_fields)

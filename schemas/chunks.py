@@ -29,6 +29,15 @@ class ChunkRow(BaseModel):
     has_chart: bool
     has_ocr: bool
     element_ids: list[str]
+    markdown_v0: str | None = Field(None, description="Corrected Markdown without report header (the paper's Ver.0).")
+    markdown_v1: str | None = Field(None, description="Report header block + markdown_v0 (Ver.1); equals v0 for non-reports.")
+    correction: str = Field(
+        "not_run", description="not_run | corrected | unchanged | flagged (kept uncorrected) | not_applicable (chapters)"
+    )
+    correction_flags: list[str] = Field(default_factory=list)
+    correct_provider: str | None = None
+    correct_model: str | None = None
+    correct_prompt: str | None = None
 
 
 CHUNKS_SCHEMA = pa.schema(
@@ -51,5 +60,12 @@ CHUNKS_SCHEMA = pa.schema(
         pa.field("has_chart", pa.bool_(), nullable=False),
         pa.field("has_ocr", pa.bool_(), nullable=False),
         pa.field("element_ids", pa.list_(pa.string()), nullable=False),
+        pa.field("markdown_v0", pa.string()),
+        pa.field("markdown_v1", pa.string()),
+        pa.field("correction", pa.string(), nullable=False),
+        pa.field("correction_flags", pa.list_(pa.string()), nullable=False),
+        pa.field("correct_provider", pa.string()),
+        pa.field("correct_model", pa.string()),
+        pa.field("correct_prompt", pa.string()),
     ]
 )

@@ -29,6 +29,11 @@ class ElementRow(BaseModel):
     ocr_status: OcrStatus = "not_needed"
     extractor: str = Field(description="What produced the row: python-pptx, chart-xml, pymupdf, tesseract, ...")
     meta: str | None = Field(None, description="Small JSON with kind-specific facts (table shape, chart type, heading level).")
+    vlm_text: str | None = Field(None, description="Description of a picture, chart or table (the MMDocRAG vlm_text).")
+    vlm_provider: str | None = None
+    vlm_model: str | None = None
+    vlm_prompt: str | None = Field(None, description="prompt id@version (or heuristic:step@rules) that produced vlm_text.")
+    vlm_flag: str | None = Field(None, description="Why vlm_text is missing or doubtful (failed call, invalid output).")
 
 
 ELEMENTS_SCHEMA = pa.schema(
@@ -50,5 +55,10 @@ ELEMENTS_SCHEMA = pa.schema(
         pa.field("ocr_status", pa.string(), nullable=False),
         pa.field("extractor", pa.string(), nullable=False),
         pa.field("meta", pa.string()),
+        pa.field("vlm_text", pa.string()),
+        pa.field("vlm_provider", pa.string()),
+        pa.field("vlm_model", pa.string()),
+        pa.field("vlm_prompt", pa.string()),
+        pa.field("vlm_flag", pa.string()),
     ]
 )

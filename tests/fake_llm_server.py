@@ -283,7 +283,7 @@ class FakeLLMServer:
     Settable at any time (thread-safe): ``latency`` (seconds added to every API
     response), ``responder`` (``fn(request_json, api) -> str``), and the fault queue
     (``enqueue_faults``). Read: ``requests`` (a snapshot list of dicts), ``request_count``,
-    ``images_seen``, ``errors`` (exceptions raised by the responder).
+    ``images_seen``, ``connections_opened``, ``errors`` (exceptions raised by the responder).
     """
 
     def __init__(self, *, port: int = 0, latency: float = 0.0, responder: Responder | None = None) -> None:
@@ -296,6 +296,7 @@ class FakeLLMServer:
         self._errors: list[BaseException] = []
         self._ids = itertools.count(1)
         self._connections: set[socket.socket] = set()
+        self._connections_opened = 0
         self._stopping = threading.Event()
         self._requested_port = port
         self._httpd: _HTTPServer | None = None
@@ -415,7 +416,9 @@ class FakeLLMServer:
     @property
     def requests(self) -> list[dict]:
         """Snapshot of the request log: dicts with path, method, api, json, headers
-        (lower-cased names), time (``time.time()`` on arrival), images, fault."""
+        (lower-cased names), time (``time.time()`` on arrival), images (image parts in
+        this request), fault (the fault it consumed, or None), peer ("host:port" of the
+        client socket, which shows keep-alive reuse)."""
         with self._lock:
             return list(self._requests)
 
@@ -430,6 +433,12 @@ class FakeLLMServer:
             return self._images_seen
 
     @property
+    def connections_opened(self) -> int:
+        """TCP connections accepted since start (keep-alive reuse keeps this low)."""
+        with self._lock:
+            return self._connections_opened
+
+    @property
     def errors(self) -> list[BaseException]:
         with self._lock:
             return list(self._errors)
@@ -440,6 +449,7 @@ class FakeLLMServer:
         with self._lock:
             if add:
                 self._connections.add(conn)
+                self._connections_opened += 1
             else:
                 self._connections.discard(conn)
 
@@ -470,6 +480,7 @@ class FakeLLMServer:
             "time": time.time(),
             "images": images,
             "fault": None,
+            "peer": "%s:%d" % handler.client_address[:2],
         }
         with self._lock:
             fault = self._faults.popleft() if self._faults else None

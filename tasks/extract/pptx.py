@@ -349,7 +349,7 @@ class _SlideBuilder:
             title, chart_type, categories, series = chart_from_xml(chart._chartSpace)
             extractor = "chart-xml"
         text = chart_markdown(title, chart_type, categories, series)
-        meta = dumps_meta(chart_type=chart_type, n_series=len(series), n_categories=len(categories))
+        meta = dumps_meta(chart_type=chart_type, title=title, n_series=len(series), n_categories=len(categories))
         self.add("chart", text, item, extractor=extractor, meta=meta)
 
     def table(self, item: _Placed) -> None:

@@ -1,0 +1,55 @@
+"""Any OpenAI-compatible chat endpoint through the official ``openai`` SDK.
+
+Retries on 429/5xx/timeouts are the SDK's: exponential backoff from 0.5 s to 8 s with
+up to 25% jitter, and a server's Retry-After (up to two minutes) honoured.
+"""
+
+from __future__ import annotations
+
+import openai
+
+from ragprep.providers.base import ChatRequest, ChatResponse, ProviderError
+
+
+class OpenAIChat:
+    name = "openai"
+
+    def __init__(self, *, model: str, base_url: str | None, api_key: str | None, timeout_s: float, max_retries: int) -> None:
+        if not model:
+            raise ProviderError("openai provider needs a model: set RAGPREP_LLM_MODEL (or vlm_model)")
+        self.model = model
+        self.endpoint = base_url or "https://api.openai.com/v1"
+        self._client = openai.AsyncOpenAI(
+            base_url=self.endpoint, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=max_retries
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        content: str | list[dict] = request.user
+        if request.images:
+            content = [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in request.images]
+            content.append({"type": "text", "text": request.user})
+        extra = {"response_format": {"type": "json_object"}} if request.json_output else {}
+        try:
+            completion = await self._client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "system", "content": request.system}, {"role": "user", "content": content}],
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                **extra,
+            )
+        except openai.APIError as exc:
+            raise ProviderError(f"openai endpoint {self.endpoint}: {type(exc).__name__}: {exc}") from exc
+        except ValueError as exc:  # a body that is not JSON
+            raise ProviderError(f"openai endpoint {self.endpoint}: unreadable response ({exc})") from exc
+        if not completion.choices:
+            raise ProviderError(f"openai endpoint {self.endpoint}: reply without choices")
+        usage = completion.usage
+        return ChatResponse(
+            text=completion.choices[0].message.content or "",
+            model=completion.model or self.model,
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

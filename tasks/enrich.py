@@ -1,0 +1,156 @@
+"""Run the generative stages (describe, correct, headers) over the current tables.
+
+Each stage reads the tables written by the previous ones, runs its step on every item
+with one ``Generator`` (async, limited, cached), and rewrites the tables it changes
+atomically. A stage never fails for a bad reply: the item is flagged and keeps its input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ragprep.prompts import load_prompt
+from ragprep.providers.generator import HEURISTIC_MODEL, Generator, UsageMeter
+from ragprep.settings import Settings
+from ragprep.storage import Layout, atomic_write_parquet
+from schemas import read_rows, rows_to_table
+from schemas.chunks import CHUNKS_SCHEMA, ChunkRow
+from schemas.documents import DOCUMENTS_SCHEMA, DocumentRow
+from schemas.elements import ELEMENTS_SCHEMA, ElementRow
+from schemas.headers import HEADERS_SCHEMA, HeaderRow
+from tasks.correct import correct_chunks
+from tasks.describe import DESCRIBED_KINDS, attach_descriptions, describe_elements
+from tasks.headers import apply_headers, extract_headers
+
+Progress = Callable[[int, int], None]
+
+
+class StageReport(BaseModel):
+    stage: str
+    provider: str
+    model: str
+    prompt: str
+    items: int
+    flagged: int
+    flags: dict[str, int]
+    usage: list[dict]
+
+
+class MissingTablesError(Exception):
+    pass
+
+
+def _load(layout: Layout, name: str, model, schema):
+    path = layout.table_path(name)
+    if not path.exists():
+        raise MissingTablesError(f"{path} does not exist; run `ragprep ingest PATHS --root {layout.root}` first")
+    return read_rows(path, model, schema)
+
+
+def _flag_counts(flags: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for flag in flags:
+        key = flag.split(":", 1)[0]
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _counter(total: int, progress: Progress | None) -> Callable[[object], None]:
+    state = {"done": 0}
+
+    def tick(_: object) -> None:
+        state["done"] += 1
+        if progress:
+            progress(state["done"], total)
+
+    return tick
+
+
+def _report(stage: str, generator: Generator, prompt_ref: str, items: int, flags: list[str], meter: UsageMeter) -> StageReport:
+    return StageReport(
+        stage=stage,
+        provider=generator.provider,
+        model=generator.model,
+        prompt=prompt_ref if generator.backend else f"heuristic:{prompt_ref.split('@')[0]}@{HEURISTIC_MODEL}",
+        items=items,
+        flagged=len(flags),
+        flags=_flag_counts(flags),
+        usage=meter.table(),
+    )
+
+
+def run_describe(settings: Settings, progress: Progress | None = None) -> StageReport:
+    layout = Layout(settings.root)
+    elements: list[ElementRow] = _load(layout, "elements", ElementRow, ELEMENTS_SCHEMA)
+    chunks: list[ChunkRow] = _load(layout, "chunks", ChunkRow, CHUNKS_SCHEMA)
+    prompt = load_prompt("describe_image")
+    meter = UsageMeter(prices=settings.llm_prices)
+    targets = sum(e.kind in DESCRIBED_KINDS for e in elements)
+
+    async def go() -> tuple[list[ElementRow], Generator]:
+        generator = Generator(settings, "vlm", cache_dir=layout.root / "cache" / "llm", meter=meter)
+        try:
+            return await describe_elements(elements, layout.root, generator, prompt, _counter(targets, progress)), generator
+        finally:
+            await generator.aclose()
+
+    described, generator = asyncio.run(go())
+    atomic_write_parquet(rows_to_table(described, ELEMENTS_SCHEMA), layout.table_path("elements"))
+    atomic_write_parquet(rows_to_table(attach_descriptions(chunks, described), CHUNKS_SCHEMA), layout.table_path("chunks"))
+    flags = [e.vlm_flag for e in described if e.vlm_flag]
+    return _report("describe", generator, prompt.ref, targets, flags, meter)
+
+
+def run_correct(settings: Settings, progress: Progress | None = None) -> StageReport:
+    layout = Layout(settings.root)
+    chunks: list[ChunkRow] = _load(layout, "chunks", ChunkRow, CHUNKS_SCHEMA)
+    prompt = load_prompt("correct_slide")
+    meter = UsageMeter(prices=settings.llm_prices)
+
+    async def go() -> tuple[list[ChunkRow], Generator]:
+        generator = Generator(settings, "llm", cache_dir=layout.root / "cache" / "llm", meter=meter)
+        try:
+            return await correct_chunks(chunks, generator, prompt, _counter(len(chunks), progress)), generator
+        finally:
+            await generator.aclose()
+
+    corrected, generator = asyncio.run(go())
+    atomic_write_parquet(rows_to_table(apply_headers(corrected, _existing_headers(layout)), CHUNKS_SCHEMA), layout.table_path("chunks"))
+    flags = [f for c in corrected for f in c.correction_flags]
+    return _report("correct", generator, prompt.ref, sum(c.unit == "slide" for c in corrected), flags, meter)
+
+
+def _existing_headers(layout: Layout) -> list[HeaderRow]:
+    path = layout.table_path("headers")
+    return read_rows(path, HeaderRow, HEADERS_SCHEMA) if path.exists() else []
+
+
+def run_headers(settings: Settings, progress: Progress | None = None) -> StageReport:
+    layout = Layout(settings.root)
+    documents: list[DocumentRow] = _load(layout, "documents", DocumentRow, DOCUMENTS_SCHEMA)
+    chunks: list[ChunkRow] = _load(layout, "chunks", ChunkRow, CHUNKS_SCHEMA)
+    prompt = load_prompt("extract_header")
+    meter = UsageMeter(prices=settings.llm_prices)
+
+    async def go() -> tuple[list[HeaderRow], Generator]:
+        generator = Generator(settings, "llm", cache_dir=layout.root / "cache" / "llm", meter=meter)
+        try:
+            rows = await extract_headers(documents, chunks, settings.header_fields, settings.header_slides, generator, prompt)
+            return rows, generator
+        finally:
+            await generator.aclose()
+
+    headers, generator = asyncio.run(go())
+    if progress:
+        progress(len(headers), len(headers))
+    atomic_write_parquet(rows_to_table(headers, HEADERS_SCHEMA), layout.table_path("headers"))
+    atomic_write_parquet(rows_to_table(apply_headers(chunks, headers), CHUNKS_SCHEMA), layout.table_path("chunks"))
+    flags = [h.flag for h in headers if h.flag] + [f"missing_field: {m}" for h in headers for m in h.missing]
+    return _report("headers", generator, prompt.ref, len(headers), flags, meter)
+
+
+__all__ = ["MissingTablesError", "StageReport", "run_correct", "run_describe", "run_headers", "Path"]
