@@ -1,6 +1,7 @@
 """Claude through the official ``anthropic`` SDK, on the API or on AWS Bedrock.
 
 Retries are the SDK's (exponential backoff with jitter, Retry-After honoured).
+Current SDK versions no longer take ``temperature``; the model default applies.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ class AnthropicChat:
             message = await self._client.messages.create(
                 model=self.model,
                 max_tokens=request.max_tokens,
-                temperature=request.temperature,
                 system=request.system,
                 messages=[{"role": "user", "content": content}],
             )

@@ -242,6 +242,10 @@ class Generator:
         self.meter.add(self.provider, self.model, repairs=1)
         try:
             response, cached = await self._call(repair, prompt)
+            tokens = {
+                "input_tokens": tokens["input_tokens"] + response.input_tokens,
+                "output_tokens": tokens["output_tokens"] + response.output_tokens,
+            }
             data = output_model.model_validate(parse_json_object(response.text)).model_dump()
             return Generation(response.text, data, model=response.model, cached=cached, **tokens, **base)
         except ProviderError as exc:
