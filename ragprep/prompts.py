@@ -42,6 +42,10 @@ class PromptTemplate:
         return f"{self.id}@{self.version}"
 
     @cached_property
+    def _compiled(self) -> tuple[jinja2.Template, jinja2.Template]:
+        return _ENV.from_string(self.system), _ENV.from_string(self.user)
+
+    @cached_property
     def variables(self) -> frozenset[str]:
         names: set[str] = set()
         for source in (self.system, self.user):
@@ -57,7 +61,8 @@ class PromptTemplate:
         if unused:
             raise PromptError(f"prompt {self.ref} ({self.path}): unknown variable(s) {', '.join(unused)}")
         try:
-            return _ENV.from_string(self.system).render(variables), _ENV.from_string(self.user).render(variables)
+            system, user = self._compiled
+            return system.render(variables), user.render(variables)
         except jinja2.TemplateError as exc:
             raise PromptError(f"prompt {self.ref} ({self.path}): {exc}") from exc
 

@@ -120,7 +120,7 @@ class Settings(BaseSettings):
         description="Privacy guard: hosts besides loopback that may receive document text (e.g. llm.internal.example).",
     )
     llm_concurrency: int = Field(8, ge=1, le=256, description="LLM calls in flight at once.")
-    llm_requests_per_minute: float = Field(600.0, gt=0, description="Rate limit on LLM calls (leaky bucket).")
+    llm_requests_per_minute: float = Field(3000.0, gt=0, description="Rate limit on LLM calls (leaky bucket, bursts up to this many).")
     llm_timeout_s: float = Field(60.0, gt=0, description="Per-call timeout in seconds.")
     llm_max_retries: int = Field(4, ge=0, le=10, description="SDK retries on 429/5xx/timeouts (exponential backoff with jitter, Retry-After honoured).")
     llm_max_output_tokens: int = Field(2048, ge=16, description="max_tokens per call.")

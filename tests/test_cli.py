@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,3 +87,24 @@ def test_help_lists_commands():
     assert proc.returncode == 0
     for command in ("run", "ingest", "sql"):
         assert command in proc.stdout
+
+
+def test_run_includes_generative_stages(demo_root, prefect_server):
+    root, proc = demo_root
+    assert "ragprep: generative stages" in proc.stdout
+    for stage in ("describe", "correct", "headers"):
+        assert re.search(rf"│ {stage}\s+│ heuristic\s+│ ragprep-rules-1", proc.stdout), stage
+    out = ragprep("sql", "select count(*) as n from headers where len(missing) = 0", "--root", str(root),
+                  "--format", "json", api_url=prefect_server)
+    assert json.loads(out.stdout) == [{"n": 3}]
+
+
+def test_privacy_guard_stops_a_stage_with_a_clear_message(demo_root, prefect_server):
+    root, _ = demo_root
+    env = {
+        **os.environ, "PREFECT_API_URL": prefect_server, "RAGPREP_LLM_PROVIDER": "openai",
+        "RAGPREP_LLM_MODEL": "gpt-x", "RAGPREP_LLM_BASE_URL": "https://api.openai.com/v1",
+    }
+    proc = subprocess.run([RAGPREP, "correct", "--root", str(root)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2
+    assert "privacy guard" in proc.stderr and "api.openai.com" in proc.stderr and "RAGPREP_LLM_ALLOWED_HOSTS" in proc.stderr

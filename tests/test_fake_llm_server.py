@@ -316,6 +316,8 @@ def test_reset_and_unknown_paths(server):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(server.url + "/v1/embeddings", data=b"{}", timeout=5)
     assert e.value.code == 404
+    assert json.loads(e.value.read())["error"]["type"] == "not_found"
+    e.value.close()
     assert server.request_count == 0  # only API calls are logged
 
 

@@ -7,6 +7,7 @@ Current SDK versions no longer take ``temperature``; the model default applies.
 from __future__ import annotations
 
 import anthropic
+from anthropic.types import Message
 
 from ragprep.providers.base import ChatRequest, ChatResponse, ProviderError
 
@@ -38,7 +39,11 @@ class AnthropicChat:
         else:
             self.endpoint = base_url or "https://api.anthropic.com"
             self._client = anthropic.AsyncAnthropic(
-                base_url=self.endpoint, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=max_retries
+                base_url=self.endpoint,
+                api_key=api_key or "not-needed",
+                timeout=timeout_s,
+                max_retries=max_retries,
+                http_client=anthropic.DefaultAioHttpClient(timeout=timeout_s),
             )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -47,13 +52,16 @@ class AnthropicChat:
             for image in request.images
         ]
         content.append({"type": "text", "text": request.user})
+        body = {
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "system": request.system,
+            "messages": [{"role": "user", "content": content}],
+        }
         try:
-            message = await self._client.messages.create(
-                model=self.model,
-                max_tokens=request.max_tokens,
-                system=request.system,
-                messages=[{"role": "user", "content": content}],
-            )
+            # The SDK's generic POST: same retries, timeouts and typed parsing, without the
+            # per-call re-validation of params we build well-formed ourselves.
+            message = await self._client.post("/v1/messages", body=body, cast_to=Message)
         except anthropic.APIError as exc:
             raise ProviderError(f"anthropic endpoint {self.endpoint}: {type(exc).__name__}: {exc}") from exc
         except ValueError as exc:
