@@ -91,3 +91,17 @@ def test_duplicate_content_is_ingested_once(prefect_server, tmp_path):
     assert statuses["a.pptx"] == ("ok", None)
     assert statuses["b.pptx"][0] == "failed" and "identical content to" in statuses["b.pptx"][1]
     assert len(read(tmp_path / "out", "chunks")) == 4
+
+
+def test_pipeline_flow_publishes_stage_artifacts(prefect_server, tmp_path):
+    from flows.pipeline import pipeline_flow
+
+    (tmp_path / "in").mkdir()
+    shutil.copy(SAMPLE_DOCS / "crash_report_side_pole.pptx", tmp_path / "in")
+    state = pipeline_flow(paths=[str(tmp_path / "in")], root=str(tmp_path / "out"), ocr=False, return_state=True)
+    summary = state.result()
+    assert [s.stage for s in summary.stages] == ["describe", "correct", "headers"]
+    [artifact] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "generative-stages"))
+    assert "| headers | heuristic | ragprep-rules-1 | heuristic:extract_header@ragprep-rules-1 | 1 | 0 |" in artifact.data
+    [header] = read(tmp_path / "out", "headers")
+    assert {f["name"]: f["value"] for f in header["fields"]}["Stage"] == "Pilot Production"

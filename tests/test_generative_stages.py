@@ -171,3 +171,31 @@ def test_openai_endpoint_end_to_end_with_flags_and_cache(root):
         assert server.request_count == first_calls, "unchanged inputs: zero new calls"
         assert sum(r.usage[0]["cache_hits"] for r in again) == first_calls
         assert table(root, "chunks") == chunks
+
+
+def test_headers_not_stated_stay_empty_and_are_reported(tmp_path, corpus):
+    """The corpus crash-test deck states none of the four fields: nothing is invented."""
+    from datetime import datetime, timezone
+
+    settings = Settings(root=tmp_path, ocr_enabled=False)
+    refs = discover([corpus / "pptx_auto_crashtest_report_pyisomme.pptx"], settings)
+    assert refs[0].doc_type == "test_report"
+    assemble_tables([ingest_document(r, settings, None) for r in refs], settings, datetime.now(timezone.utc))
+    report = run_headers(settings)
+    [header] = table(tmp_path, "headers")
+    assert header["missing"] == ["Test Name", "Region", "Stage", "Purpose"]
+    assert all(f["value"] is None and f["source"] is None for f in header["fields"])
+    assert header["header_block"] == ""
+    assert report.flags == {"missing_field": 4}
+    assert all(c["markdown_v1"] == c["markdown_v0"] for c in table(tmp_path, "chunks"))
+
+
+def test_korean_and_state_synonyms_and_file_name_tokens():
+    from ragprep.providers.heuristic import extract_header
+
+    slides = [(1, "# 정면 충돌 시험\n\n시험명: FO-2025-003\n\n목적: 흉부 변위 확인\n\n| State | Design Validation |")]
+    found = extract_header(["Test Name", "Region", "Stage", "Purpose"], slides, "crash_KR_report.pptx")
+    assert found["Test Name"] == {"value": "FO-2025-003", "source": "slide 1 key-value"}
+    assert found["Purpose"]["value"] == "흉부 변위 확인"
+    assert found["Stage"] == {"value": "Design Validation", "source": "slide 1 table"}
+    assert found["Region"] == {"value": "KR", "source": "file name"}
