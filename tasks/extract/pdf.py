@@ -137,16 +137,29 @@ def _inside(inner: tuple[float, ...], outer: tuple[float, ...], slack: float = 2
     return outer[0] - slack <= cx <= outer[2] + slack and outer[1] - slack <= cy <= outer[3] + slack
 
 
-def _table_rows(page: pymupdf.Page, table, textpage) -> list[list[str | None]]:
-    """Cell texts read from each cell's box.
+def _table_rows(table, words: list[tuple]) -> list[list[str | None]]:
+    """Cell texts assembled from the page's words (read once per page).
 
     ``Table.extract()`` in PyMuPDF 2.0 reorders punctuation inside cells ("1.0" comes
-    back as "1 0\\n."), so every cell is read with ``get_textbox`` instead.
+    back as "1 0\\n."), and ``get_textbox`` per cell rescans every character of the page
+    in Python; words placed by their centre into cell boxes are exact and cheap.
     """
-    return [
-        [page.get_textbox(cell, textpage=textpage) if cell is not None else None for cell in row.cells]
-        for row in table.rows
-    ]
+    rows: list[list[str | None]] = []
+    for row in table.rows:
+        cells: list[str | None] = []
+        for cell in row.cells:
+            if cell is None:
+                cells.append(None)
+                continue
+            x0, y0, x1, y1 = cell
+            inside = [
+                w for w in words
+                if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1
+            ]
+            inside.sort(key=lambda w: (w[5], w[6], w[7]))  # block, line, word order
+            cells.append(" ".join(w[4] for w in inside))
+        rows.append(cells)
+    return rows
 
 
 def _outline(doc: pymupdf.Document) -> list[OutlineEntry]:
@@ -223,8 +236,9 @@ def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xref
     if settings.pdf_tables and has_ruling_grid(page):
         try:
             found = page.find_tables(use_layout=False)
+            words = page.get_text("words", textpage=textpage) if found.tables else []
             for table in found.tables:
-                rows = _table_rows(page, table, textpage)
+                rows = _table_rows(table, words)
                 markdown = markdown_table(rows)
                 if not markdown:
                     continue

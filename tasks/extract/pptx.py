@@ -53,6 +53,10 @@ class _Placed:
     w: float
     h: float
     group_path: list[str]
+    placeholder: object | None = None
+    """The shape's placeholder type (PP_PLACEHOLDER), looked up once: python-pptx runs an
+    XPath query on every ``is_placeholder`` / ``placeholder_format`` / ``shape_type`` access."""
+    shape_type: object | None = None
     children: list[_Placed] = field(default_factory=list)
 
 
@@ -97,8 +101,8 @@ def _place_shapes(shapes: Iterable, to_slide, group_path: list[str], band: float
         left, top = shape.left or 0, shape.top or 0
         width, height = shape.width or 0, shape.height or 0
         x, y, w, h = to_slide(left, top, width, height)
-        item = _Placed(shape, x, y, w, h, group_path)
-        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+        item = _Placed(shape, x, y, w, h, group_path, _placeholder_type(shape), shape.shape_type)
+        if item.shape_type == MSO_SHAPE_TYPE.GROUP:
             ox, oy, cx, cy, sx, sy = _group_child_transform(shape)
 
             def child_to_slide(cl, ct, cw, ch, _ox=ox, _oy=oy, _cx=cx, _cy=cy, _sx=sx, _sy=sy):
@@ -106,22 +110,23 @@ def _place_shapes(shapes: Iterable, to_slide, group_path: list[str], band: float
 
             item.children = _place_shapes(shape.shapes, child_to_slide, group_path + [shape.name], band)
         placed.append(item)
-    placed.sort(key=lambda p: (not _is_title(p.shape), int(p.y // band), p.x, p.y))
+    placed.sort(key=lambda p: (p.placeholder not in TITLE_TYPES, int(p.y // band), p.x, p.y))
     return placed
 
 
 def _flatten(placed: list[_Placed]) -> list[_Placed]:
     out: list[_Placed] = []
     for item in placed:
-        if item.children or item.shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+        if item.children or item.shape_type == MSO_SHAPE_TYPE.GROUP:
             out.extend(_flatten(item.children))
         else:
             out.append(item)
     return out
 
 
-def _is_title(shape) -> bool:
-    return bool(getattr(shape, "is_placeholder", False)) and shape.placeholder_format.type in TITLE_TYPES
+def _placeholder_type(shape):
+    ph = getattr(shape._element, "ph", None)
+    return ph.type if ph is not None else None
 
 
 def _one_line(text: str) -> str:
@@ -359,9 +364,9 @@ class _SlideBuilder:
 
     def shape(self, item: _Placed, slide_part) -> None:
         shape = item.shape
-        if getattr(shape, "is_placeholder", False) and shape.placeholder_format.type in FURNITURE_TYPES:
+        if item.placeholder in FURNITURE_TYPES:
             return
-        if _is_title(shape):
+        if item.placeholder in TITLE_TYPES:
             title = _one_line(shape.text_frame.text)
             if title:
                 self.add("title", title, item)
@@ -372,9 +377,7 @@ class _SlideBuilder:
         if getattr(shape, "has_table", False) and shape.has_table:
             self.table(item)
             return
-        if shape.shape_type == MSO_SHAPE_TYPE.PICTURE or (
-            getattr(shape, "is_placeholder", False) and hasattr(shape, "image")
-        ):
+        if item.shape_type == MSO_SHAPE_TYPE.PICTURE or (item.placeholder is not None and hasattr(shape, "image")):
             self.picture(item)
             return
         if shape._element.tag == qn("p:graphicFrame"):
@@ -383,7 +386,7 @@ class _SlideBuilder:
                 self.add("smartart", smart, item)
             return
         if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-            bullets = bool(getattr(shape, "is_placeholder", False)) and shape.placeholder_format.type in BULLET_PLACEHOLDERS
+            bullets = item.placeholder in BULLET_PLACEHOLDERS
             text = _text_frame_markdown(shape.text_frame, bullets)
             if text:
                 self.add("text", text, item)
