@@ -3,13 +3,15 @@
 Every tool lives in a separate process (multiprocessing, spawn) so that one tool's
 imports cannot change another's behaviour (importing pymupdf4llm, for one, activates
 PyMuPDF's layout module process-wide) and a crash in a peer cannot take the bench down.
-The parent sends one request at a time; the worker times only the tool call itself
-(``time.perf_counter`` around it) and counts what came out after the clock stopped.
+The parent sends one request at a time; the worker times only the tool call itself (wall
+clock and CPU time, the latter to see how many cores a tool keeps busy) and counts what came
+out after the clock stopped.
 """
 
 from __future__ import annotations
 
 import re
+import resource
 import tempfile
 import time
 import traceback
@@ -21,6 +23,24 @@ from pathlib import Path
 TOOLS = ("baseline", "ragprep", "pymupdf4llm", "unstructured")
 
 _TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+def _cpu_now() -> float:
+    """CPU seconds of this process (all its threads) plus its finished child processes (Tesseract)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+class Clock:
+    """Wall and CPU time of a block: ``with Clock() as clock: ...``, then ``clock.wall``, ``clock.cpu``."""
+
+    def __enter__(self) -> Clock:
+        self._wall, self._cpu = time.perf_counter(), _cpu_now()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.perf_counter() - self._wall
+        self.cpu = _cpu_now() - self._cpu
 
 
 def visible_chars(text: str) -> int:
@@ -50,6 +70,8 @@ class Outcome:
 
     ok: bool
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    """CPU time of the call; above ``seconds`` when the tool used several cores."""
     units_seen: int | None = None
     """Pages/slides the tool itself reports (pymupdf4llm lays PPTX out into fewer pages)."""
     n_elements: int = 0
@@ -69,12 +91,11 @@ def _baseline(path: Path, fmt: str, want_text: bool) -> Outcome:
     if fmt == "pdf":
         import pymupdf
 
-        start = time.perf_counter()
-        doc = pymupdf.open(path)
-        texts = [page.get_text() for page in doc]
-        units = doc.page_count
-        doc.close()
-        seconds = time.perf_counter() - start
+        with Clock() as clock:
+            doc = pymupdf.open(path)
+            texts = [page.get_text() for page in doc]
+            units = doc.page_count
+            doc.close()
     else:
         from pptx import Presentation
         from pptx.enum.shapes import MSO_SHAPE_TYPE
@@ -90,18 +111,18 @@ def _baseline(path: Path, fmt: str, want_text: bool) -> Outcome:
                 elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
                     out.append(shape.text_frame.text)
 
-        start = time.perf_counter()
-        presentation = Presentation(str(path))
-        texts: list[str] = []
-        units = 0
-        for slide in presentation.slides:
-            units += 1
-            walk(slide.shapes, texts)
-        seconds = time.perf_counter() - start
+        with Clock() as clock:
+            presentation = Presentation(str(path))
+            texts: list[str] = []
+            units = 0
+            for slide in presentation.slides:
+                units += 1
+                walk(slide.shapes, texts)
     joined = "\n".join(texts)
     return Outcome(
         ok=True,
-        seconds=seconds,
+        seconds=clock.wall,
+        cpu_seconds=clock.cpu,
         units_seen=units,
         n_elements=len(texts),
         chars=visible_chars(joined),
@@ -123,13 +144,12 @@ def _ragprep(path: Path, fmt: str, want_text: bool, ocr: bool) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="ragprep-bench-") as tmp:
         settings = Settings(root=Path(tmp), ocr_enabled=ocr)
         layout = Layout(settings.root)
-        start = time.perf_counter()
-        ctx = ExtractContext(
-            doc_id="bench", source_path=str(path), settings=settings, layout=layout, ocr=make_ocr_engine(settings, layout)
-        )
-        doc = extract(path, ctx)
-        chunks = build_chunks("bench", str(path), doc.format, doc.elements, doc.outline, doc.n_units, settings)
-        seconds = time.perf_counter() - start
+        with Clock() as clock:
+            ctx = ExtractContext(
+                doc_id="bench", source_path=str(path), settings=settings, layout=layout, ocr=make_ocr_engine(settings, layout)
+            )
+            doc = extract(path, ctx)
+            chunks = build_chunks("bench", str(path), doc.format, doc.elements, doc.outline, doc.n_units, settings)
     kinds = Counter(row.kind for row in doc.elements)
     ocr_ok = sum(1 for row in doc.elements if row.ocr_status == "ok")
     text = "\n".join(row.text or "" for row in doc.elements)
@@ -147,7 +167,8 @@ def _ragprep(path: Path, fmt: str, want_text: bool, ocr: bool) -> Outcome:
     snippets = [normalise(row.text)[:60] for row in doc.elements if row.kind == "notes" and row.text.strip()]
     return Outcome(
         ok=True,
-        seconds=seconds,
+        seconds=clock.wall,
+        cpu_seconds=clock.cpu,
         units_seen=doc.n_units,
         n_elements=len(doc.elements),
         chars=visible_chars(text),
@@ -164,10 +185,9 @@ def _pymupdf4llm(path: Path, fmt: str, want_text: bool) -> Outcome:
     import pymupdf
     import pymupdf4llm
 
-    start = time.perf_counter()
-    # use_ocr=False: pymupdf4llm otherwise runs Tesseract by itself on image-heavy pages.
-    markdown = pymupdf4llm.to_markdown(str(path), use_ocr=False)
-    seconds = time.perf_counter() - start
+    with Clock() as clock:
+        # use_ocr=False: pymupdf4llm otherwise runs Tesseract by itself on image-heavy pages.
+        markdown = pymupdf4llm.to_markdown(str(path), use_ocr=False)
     with pymupdf.open(path) as doc:
         pages = doc.page_count
     counts = {
@@ -178,7 +198,8 @@ def _pymupdf4llm(path: Path, fmt: str, want_text: bool) -> Outcome:
     }
     return Outcome(
         ok=bool(markdown.strip()),
-        seconds=seconds,
+        seconds=clock.wall,
+        cpu_seconds=clock.cpu,
         units_seen=pages,
         n_elements=len([block for block in markdown.split("\n\n") if block.strip()]),
         chars=visible_chars(markdown),
@@ -213,9 +234,8 @@ class _Unstructured:
     def run(self, path: Path, fmt: str, want_text: bool) -> Outcome:
         from unstructured.partition.auto import partition
 
-        start = time.perf_counter()
-        elements = partition(filename=str(path), strategy="fast")
-        seconds = time.perf_counter() - start
+        with Clock() as clock:
+            elements = partition(filename=str(path), strategy="fast")
         content = [el for el in elements if el.category != "PageBreak"]
         categories = Counter(el.category for el in content)
         text = "\n".join(el.text or "" for el in content)
@@ -233,7 +253,8 @@ class _Unstructured:
         ok = bool(content)
         return Outcome(
             ok=ok,
-            seconds=seconds,
+            seconds=clock.wall,
+            cpu_seconds=clock.cpu,
             units_seen=sum(1 for el in elements if el.category == "PageBreak") + 1 if fmt == "pptx" else None,
             n_elements=len(content),
             chars=visible_chars(text),
