@@ -202,29 +202,46 @@ def _assign_headings(blocks: list[_Block]) -> float:
     return body
 
 
-def has_ruling_grid(page: pymupdf.Page, min_edges: int = 3) -> bool:
-    """Whether the page draws at least ``min_edges`` horizontal and vertical edges.
+def ruled_regions(page: pymupdf.Page, min_lines: int = 3, slack: float = 2.0) -> list[pymupdf.Rect]:
+    """Areas of the page where drawn rules form a grid: candidates for ruled tables.
 
-    ``find_tables`` with the line strategy can only find ruled tables; this cheap
-    pre-check skips the expensive character analysis on pages without any grid.
+    Horizontal and vertical rules (from lines and rectangle edges) that touch are grouped;
+    a group with rules at ``min_lines`` distinct heights and ``min_lines`` distinct x
+    positions (a 2x2 table has three of each) is a candidate. ``find_tables`` with the
+    line strategy can only find such tables, so pages without one skip its costly
+    per-character analysis.
     """
-    horizontal = vertical = 0
+    segments: list[tuple[float, float, float, float, bool]] = []  # x0, y0, x1, y1, horizontal
     for path in page.get_cdrawings():
         for item in path.get("items", ()):
             if item[0] == "re":
                 x0, y0, x1, y1 = item[1]
-                wide, tall = abs(x1 - x0) > 3, abs(y1 - y0) > 3
-                horizontal += 2 if wide and tall else int(wide)
-                vertical += 2 if wide and tall else int(tall)
+                x0, x1, y0, y1 = min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1)
+                if x1 - x0 > 3:
+                    segments += [(x0, y0, x1, y0, True), (x0, y1, x1, y1, True)]
+                if y1 - y0 > 3:
+                    segments += [(x0, y0, x0, y1, False), (x1, y0, x1, y1, False)]
             elif item[0] == "l":
                 (ax, ay), (bx, by) = item[1], item[2]
                 if abs(ay - by) < 1 and abs(ax - bx) > 3:
-                    horizontal += 1
+                    segments.append((min(ax, bx), ay, max(ax, bx), ay, True))
                 elif abs(ax - bx) < 1 and abs(ay - by) > 3:
-                    vertical += 1
-            if horizontal >= min_edges and vertical >= min_edges:
-                return True
-    return False
+                    segments.append((ax, min(ay, by), ax, max(ay, by), False))
+    groups: list[list] = []  # [x0, y0, x1, y1, rows, columns]
+    for x0, y0, x1, y1, horizontal in segments:
+        merged = [x0 - slack, y0 - slack, x1 + slack, y1 + slack, set(), set()]
+        (merged[4] if horizontal else merged[5]).add(round(y0 if horizontal else x0))
+        keep = []
+        for group in groups:
+            if group[0] <= merged[2] and merged[0] <= group[2] and group[1] <= merged[3] and merged[1] <= group[3]:
+                merged = [min(group[0], merged[0]), min(group[1], merged[1]), max(group[2], merged[2]),
+                          max(group[3], merged[3]), group[4] | merged[4], group[5] | merged[5]]
+            else:
+                keep.append(group)
+        groups = keep + [merged]
+    return [
+        pymupdf.Rect(g[0], g[1], g[2], g[3]) for g in groups if len(g[4]) >= min_lines and len(g[5]) >= min_lines
+    ]
 
 
 def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xrefs: set[int]) -> _Page:
@@ -233,11 +250,20 @@ def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xref
     result = _Page(number=index + 1)
     table_boxes: list[tuple[float, float, float, float]] = []
     textpage = page.get_textpage(flags=TEXT_FLAGS)
-    if settings.pdf_tables and has_ruling_grid(page):
-        try:
-            found = page.find_tables(use_layout=False)
-            words = page.get_text("words", textpage=textpage) if found.tables else []
-            for table in found.tables:
+    if settings.pdf_tables:
+        words: list[tuple] | None = None
+        # find_tables(clip=...) finds nothing in PyMuPDF 2.0, so the regions only gate
+        # whether the whole page is searched.
+        found_tables = []
+        if ruled_regions(page):
+            try:
+                found_tables = page.find_tables(use_layout=False).tables
+            except Exception as exc:  # table detection is best effort per page
+                result.warnings.append(f"page {index + 1}: table detection failed: {type(exc).__name__}: {exc}")
+        if found_tables:
+            for table in found_tables:
+                if words is None:
+                    words = page.get_text("words", textpage=textpage)
                 rows = _table_rows(table, words)
                 markdown = markdown_table(rows)
                 if not markdown:
@@ -245,8 +271,6 @@ def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xref
                 box = tuple(round(v, 2) for v in table.bbox)
                 table_boxes.append(box)
                 result.tables.append((box, markdown, {"rows": len(rows), "cols": table.col_count}))
-        except Exception as exc:  # table detection is best effort per page
-            result.warnings.append(f"page {index + 1}: table detection failed: {type(exc).__name__}: {exc}")
     text_dict = page.get_text("dict", textpage=textpage, sort=True)
     blocks = [b for b in _read_blocks(index + 1, text_dict) if not any(_inside(b.bbox, t) for t in table_boxes)]
     page_text = " ".join(b.text for b in blocks) + " ".join(md for _, md, _ in result.tables)
@@ -264,12 +288,19 @@ def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xref
         blocks, result.tables = [], []  # garbage is not kept beside its OCR
     result.blocks = blocks
     if settings.save_pdf_images:
-        for xref, *_ in page.get_images(full=True):
+        for item in page.get_images(full=True):
+            xref = item[0]
             if xref <= 0 or xref in seen_xrefs:
                 continue
-            rects = [r for r in page.get_image_rects(xref) if min(r.width, r.height) >= MIN_IMAGE_SIDE_PT]
-            if not rects:
+            try:
+                # get_image_bbox reads the placement from the page; get_image_rects would
+                # decode and hash the whole image to find it.
+                rect = page.get_image_bbox(item, transform=False)
+            except Exception:
                 continue
+            if not rect.is_valid or rect.is_infinite or min(rect.width, rect.height) < MIN_IMAGE_SIDE_PT:
+                continue
+            rects = [rect]
             seen_xrefs.add(xref)
             try:
                 extracted = doc.extract_image(xref)
