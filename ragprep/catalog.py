@@ -12,7 +12,7 @@ import duckdb
 
 from ragprep.storage import Layout
 
-QUERYABLE_TABLES = ("documents", "elements", "chunks", "headers", "runs")
+QUERYABLE_TABLES = ("documents", "elements", "chunks", "headers", "qa_pairs", "qa_failures", "runs")
 
 
 class CatalogError(Exception):

@@ -215,6 +215,54 @@ def _stage_command(stage: str, doc: str):
 app.command(name="describe")(_stage_command("describe", "Describe pictures, charts and tables (vlm_text) in the ingested tables."))
 app.command(name="correct")(_stage_command("correct", "Correct each slide's Markdown (markdown_v0); invented numbers are flagged."))
 app.command(name="headers")(_stage_command("headers", "Extract test-report headers and prepend them to their chunks (markdown_v1)."))
+app.command(name="qa")(_stage_command("qa", "Generate and flag QA pairs per chunk, apply review decisions, write the review report."))
+
+review_app = typer.Typer(help="Expert review of flagged QA pairs.", no_args_is_help=True)
+app.add_typer(review_app, name="review")
+
+
+@review_app.command("report")
+def review_report(
+    root: RootOption = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Where to write the HTML (default ROOT/review/report-<build>.html).")] = None,
+) -> None:
+    """Write the self-contained HTML review report of flagged QA pairs."""
+    settings = _settings(root=root)
+    from tasks.enrich import MissingTablesError
+    from tasks.review_report import write_review_report
+
+    if not Layout(settings.root).table_path("qa_pairs").exists():
+        err.print(f"[red]error:[/red] no qa_pairs under {settings.root}; run `ragprep qa --root {settings.root}` first")
+        raise typer.Exit(2)
+    try:
+        path = write_review_report(settings.root, out)
+    except MissingTablesError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"review report: {path}")
+
+
+@review_app.command("apply")
+def review_apply(
+    file: Annotated[Path, typer.Argument(help="decisions JSON exported from the review report.")],
+    root: RootOption = None,
+) -> None:
+    """Store review decisions (kept for every later build) and apply them to the QA pairs."""
+    from tasks.review import ReviewFileError, apply_decisions_file
+
+    settings = _settings(root=root)
+    try:
+        report = apply_decisions_file(file, settings.root)
+    except ReviewFileError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(report.counts.items()))
+    console.print(f"{report.decisions} decisions from {file} ({counts}); {report.applied} applied to current QA pairs")
+    if report.unknown_qa_ids:
+        console.print(
+            f"[yellow]{len(report.unknown_qa_ids)} decision(s) name QA pairs that do not exist now[/yellow] "
+            f"(kept in the review table, applied if they reappear): {', '.join(report.unknown_qa_ids[:10])}"
+        )
 
 
 @app.command()

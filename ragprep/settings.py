@@ -56,6 +56,7 @@ EXTRACTION_FIELDS = (
     "ocr_enabled", "ocr_languages", "ocr_min_confidence", "ocr_min_chars", "ocr_min_mean_confidence", "ocr_dpi",
     "ocr_max_side_px", "ocr_min_image_px", "pdf_garbage_threshold", "pdf_min_text_chars", "pdf_fallback_window",
     "pdf_dominant_chapter_share", "pdf_dominant_chapter_min_pages", "pdf_tables", "chunk_max_tokens", "save_pdf_images",
+    "max_image_pixels",
 )
 """Settings that change what extraction and chunking produce (they key the per-document parts)."""
 
@@ -103,6 +104,9 @@ class Settings(BaseSettings):
     pdf_tables: bool = Field(True, description="Detect tables on PDF pages.")
     chunk_max_tokens: int = Field(1500, ge=50, description="Token budget of one chunk; longer chapters split at sub-headings, then between sentences.")
     save_pdf_images: bool = Field(True, description="Save embedded PDF images (content-addressed).")
+    max_image_pixels: int = Field(
+        16_000_000, ge=100_000, description="Embedded PDF images larger than this are stored halved until they fit."
+    )
     # LLM / VLM providers
     llm_provider: ProviderName = Field("heuristic", description="Text steps (correct, headers): heuristic | openai | anthropic.")
     llm_model: str = Field("", description="Model name for openai/anthropic (e.g. qwen2.5-7b-instruct on vLLM).")
@@ -130,6 +134,19 @@ class Settings(BaseSettings):
         description="Report header fields extracted per test report (the paper's third field 'State' is 'Stage' here).",
     )
     header_slides: int = Field(2, ge=1, le=10, description="Slides of a test report read for its header.")
+    # QA generation and flags
+    qa_tokens_per_pair: int = Field(70, ge=10, description="One QA pair per this many chunk tokens ...")
+    qa_max_per_chunk: int = Field(15, ge=1, description="... capped at this many per chunk.")
+    qa_auto_approve: bool = Field(True, description="Pairs without flags are approved without review.")
+    qa_duplicate_threshold: float = Field(
+        90.0, ge=50, le=100, description="rapidfuzz token_set_ratio at or above which two questions are near-duplicates."
+    )
+    qa_support_threshold: float = Field(
+        0.8, ge=0, le=1, description="Share of the answer's words that must occur in the chunk (else unsupported_answer)."
+    )
+    qa_min_question_chars: int = Field(12, ge=1, description="Shorter questions are flagged too_short.")
+    qa_max_question_chars: int = Field(300, ge=20, description="Longer questions are flagged too_long.")
+    qa_max_answer_chars: int = Field(600, ge=20, description="Longer answers are flagged too_long.")
 
     @classmethod
     def settings_customise_sources(

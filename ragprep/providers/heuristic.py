@@ -15,7 +15,9 @@ from ragprep.tokens import count_tokens
 
 # --- correct: whitespace, bullet and table clean-up ----------------------------
 
-_BULLET_RE = re.compile(r"^(\s*)(?:[•▪●◦‣➢➤►▸■□✓✔\-*–—])\s*(?=\S)")
+_BULLET_RE = re.compile(r"^(\s*)(?:[•▪●◦‣➢➤►▸■□✓✔–—]\s*|[-*]\s+)(?=\S)")
+"""A bullet glyph (spacing optional), or a Markdown '-'/'*' bullet (a space must follow:
+'**bold**' and '-5 mm' are not bullets)."""
 _SPACES_RE = re.compile(r"(?<=\S)[ \t]{2,}")
 _HYPHEN_BREAK_RE = re.compile(r"([a-z])-\n([a-z])")
 

@@ -75,7 +75,7 @@ class _Page:
     number: int
     blocks: list[_Block] = field(default_factory=list)
     tables: list[tuple[tuple[float, float, float, float], str, dict]] = field(default_factory=list)
-    images: list[tuple[tuple[float, float, float, float], str, int, int, str]] = field(default_factory=list)
+    images: list[tuple[tuple[float, float, float, float], str, int, int, str, str | None]] = field(default_factory=list)
     ocr_png: bytes | None = None
     ocr_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -244,6 +244,20 @@ def ruled_regions(page: pymupdf.Page, min_lines: int = 3, slack: float = 2.0) ->
     ]
 
 
+def _downscaled(doc: pymupdf.Document, xref: int, max_pixels: int) -> tuple[bytes, str, int, int, str]:
+    """A huge image halved (in MuPDF) until it fits ``max_pixels``, as PNG."""
+    pix = pymupdf.Pixmap(doc, xref)
+    original = f"{pix.width}x{pix.height}"
+    if pix.alpha or pix.n not in (1, 3):
+        pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
+    factor = 0
+    while (pix.width >> factor) * (pix.height >> factor) > max_pixels:
+        factor += 1
+    if factor:
+        pix.shrink(factor)
+    return pix.tobytes("png"), "png", pix.width, pix.height, f"downscaled from {original} px"
+
+
 def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xrefs: set[int]) -> _Page:
     settings = ctx.settings
     page = doc[index]
@@ -302,17 +316,23 @@ def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xref
                 continue
             rects = [rect]
             seen_xrefs.add(xref)
+            width, height = item[2], item[3]
             try:
-                extracted = doc.extract_image(xref)
+                if width * height > settings.max_image_pixels:
+                    data, ext, width, height, note = _downscaled(doc, xref, settings.max_image_pixels)
+                else:
+                    extracted = doc.extract_image(xref)
+                    data, ext, note = extracted.get("image"), extracted.get("ext", "png"), None
+                    width, height = extracted.get("width", width), extracted.get("height", height)
             except Exception as exc:
                 result.warnings.append(f"page {index + 1}: image xref {xref} unreadable: {exc}")
                 continue
-            if not extracted or not extracted.get("image"):
+            if not data:
                 continue
-            stored = ctx.layout.save_image(extracted["image"], extracted.get("ext", "png"))
+            stored = ctx.layout.save_image(data, ext)
             x0, y0, x1, y1 = rects[0]
             bbox = (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
-            result.images.append((bbox, stored.rel_path, extracted.get("width", 0), extracted.get("height", 0), stored.sha256))
+            result.images.append((bbox, stored.rel_path, width, height, stored.sha256, note))
     return result
 
 
@@ -359,9 +379,9 @@ def extract_pdf(path: Path, ctx: ExtractContext) -> ExtractedDocument:
             items.append(((block.bbox[1], block.bbox[0]), kind, block.text, block.bbox, meta))
         for box, markdown, meta in page.tables:
             items.append(((box[1], box[0]), "table", markdown, box, meta))
-        for box, rel_path, width, height, digest in page.images:
+        for box, rel_path, width, height, digest, note in page.images:
             text = f"![Image on page {page.number} ({width}x{height} px)]({rel_path})"
-            items.append(((box[1], box[0]), "picture", text, box, {"image": (rel_path, width, height, digest)}))
+            items.append(((box[1], box[0]), "picture", text, box, {"image": (rel_path, width, height, digest), "note": note}))
         items.sort(key=lambda item: item[0])
         for order, (_, kind, text, box, meta) in enumerate(items):
             image = meta.pop("image", None)

@@ -1,0 +1,179 @@
+"""The heuristic provider's QA generator: answerable pairs read straight off a chunk.
+
+Lookups over table cells and chart values, comparisons between two numeric columns,
+key-value facts, definitional and causal sentences, numbered steps, and text read by
+OCR from pictures. Every answer is a verbatim span of the chunk. Questions name the
+document and the table/chart/slide they are about, in the chunk's language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ragprep.providers.heuristic import _KV_RE, _number, _table_rows
+
+
+@dataclass(frozen=True)
+class Candidate:
+    question: str
+    answer: str
+    question_type: str
+    target_modality: str
+    evidence_element_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    """What the generator needs of a chunk and its elements."""
+
+    title: str
+    document: str
+    language: str
+    markdown: str
+    tables: Sequence[tuple[str, str]]  # (element_id, markdown table)
+    charts: Sequence[tuple[str, str, str]]  # (element_id, chart title, markdown table)
+    pictures: Sequence[tuple[str, str]]  # (element_id, OCR text)
+
+
+_DEFINITION_RE = re.compile(r"^(?P<term>[A-Z][\w\- ]{1,60}?) (?:is|are|refers to|means|describes) (?P<rest>.{10,})$")
+_CAUSAL_RE = re.compile(r"\b(because|due to|so that|therefore|since)\b", re.IGNORECASE)
+_NUMBERED_RE = re.compile(r"^\s*(?:\d+[.)]|-)\s+(?P<text>.{8,})$")
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _ko(view: ChunkView) -> bool:
+    return view.language == "ko"
+
+
+def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
+    for element_id, markdown in view.tables:
+        rows = _table_rows(markdown)
+        if len(rows) < 2:
+            continue
+        header, body = list(rows[0]), rows[1:]
+        while body and body[0] and body[0][0] == header[0]:
+            # a second header row under vertically merged cells: "Measured" over "Driver"
+            header = [h if h == c or not c else f"{h} {c}" for h, c in zip(header, body[0])] + header[len(body[0]):]
+            body = body[1:]
+        for row in body:
+            label = row[0] if row else ""
+            if not label or label in header:
+                continue
+            numeric_cols = [(i, _number(row[i])) for i in range(1, min(len(row), len(header))) if _number(row[i]) is not None]
+            for col in range(1, min(len(row), len(header))):
+                value, name = row[col], header[col]
+                if not value or not name or name == label:
+                    continue
+                if _ko(view):
+                    q = f"{view.document}의 '{view.title}' 표에서 {label}의 {name} 값은 무엇인가요?"
+                else:
+                    q = f"In the table \"{view.title}\" of {view.document}, what is the {name} value for {label}?"
+                yield Candidate(q, value, "numeric" if _number(value) is not None else "factual", "table", element_id)
+            if len(numeric_cols) >= 2:
+                (ia, va), (ib, vb) = numeric_cols[0], numeric_cols[1]
+                if va != vb and header[ia] != header[ib]:
+                    higher = header[ia] if va > vb else header[ib]
+                    if _ko(view):
+                        q = f"{view.document}의 '{view.title}' 표에서 {label}은(는) {header[ia]}와 {header[ib]} 중 어느 쪽이 더 큰가요?"
+                    else:
+                        q = f"In the table \"{view.title}\" of {view.document}, which is higher for {label}: {header[ia]} or {header[ib]}?"
+                    yield Candidate(q, higher, "comparative", "table", element_id)
+
+
+def _chart_candidates(view: ChunkView) -> Iterator[Candidate]:
+    for element_id, chart_title, markdown in view.charts:
+        rows = _table_rows(markdown)
+        if len(rows) < 2:
+            continue
+        header, body = rows[0], rows[1:]
+        name = chart_title or view.title
+        for col in range(1, len(header)):
+            series = header[col]
+            points = [(r[0], r[col]) for r in body if col < len(r) and _number(r[col]) is not None]
+            if not points:
+                continue
+            peak_category, peak_value = max(points, key=lambda p: _number(p[1]))
+            if _ko(view):
+                yield Candidate(f"{view.document}의 '{name}' 차트에서 {series}의 최댓값은 얼마인가요?", peak_value, "numeric", "chart", element_id)
+                yield Candidate(f"{view.document}의 '{name}' 차트에서 {series}는 어느 지점에서 최대인가요?", peak_category, "comparative", "chart", element_id)
+            else:
+                yield Candidate(f"In the chart \"{name}\" of {view.document}, what is the peak value of {series}?", peak_value, "numeric", "chart", element_id)
+                yield Candidate(f"In the chart \"{name}\" of {view.document}, at which point does {series} reach its peak?", peak_category, "comparative", "chart", element_id)
+            for category, value in points[1:3]:
+                if _ko(view):
+                    q = f"{view.document}의 '{name}' 차트에서 {category}일 때 {series} 값은 얼마인가요?"
+                else:
+                    q = f"In the chart \"{name}\" of {view.document}, what is {series} at {category}?"
+                yield Candidate(q, value, "numeric", "chart", element_id)
+
+
+def _picture_candidates(view: ChunkView) -> Iterator[Candidate]:
+    for element_id, ocr_text in view.pictures:
+        lines = [ln.strip() for ln in ocr_text.splitlines() if len(ln.strip()) >= 4]
+        for line in lines[:2]:
+            if _ko(view):
+                q = f"{view.document}의 '{view.title}' 그림에 적힌 문구 중 하나는 무엇인가요?"
+            else:
+                q = f"What text is printed on the picture in \"{view.title}\" of {view.document}?"
+            yield Candidate(q, line, "factual", "image", element_id)
+
+
+def _text_lines(markdown: str) -> Iterator[str]:
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("|", "#", ">", "![", "**")):
+            continue
+        yield stripped.lstrip("- ").strip()
+
+
+def _text_candidates(view: ChunkView) -> Iterator[Candidate]:
+    for line in _text_lines(view.markdown):
+        match = _KV_RE.match(line)
+        if match and len(match.group("value")) >= 2:
+            key, value = match.group("key").strip(), match.group("value").strip()
+            if _ko(view):
+                q = f"{view.document}의 '{view.title}'에 따르면 {key}은(는) 무엇인가요?"
+            else:
+                q = f"According to \"{view.title}\" in {view.document}, what is the {key}?"
+            yield Candidate(q, value, "numeric" if _number(value.split()[0]) is not None else "factual", "text")
+            continue
+        numbered = _NUMBERED_RE.match(line)
+        for sentence in _SENTENCE_RE.split(line):
+            sentence = sentence.strip()
+            if len(sentence) < 25 or len(sentence) > 400:
+                continue
+            definition = _DEFINITION_RE.match(sentence)
+            if definition and not _ko(view):
+                term = definition.group("term").strip()
+                yield Candidate(f"According to {view.document}, what is {term}?", sentence, "definitional", "text")
+            elif _CAUSAL_RE.search(sentence) and not _ko(view):
+                subject = " ".join(sentence.split()[:6])
+                yield Candidate(
+                    f"According to \"{view.title}\" in {view.document}, what explains the statement beginning \"{subject}\"?",
+                    sentence, "causal", "text",
+                )
+        if numbered and re.match(r"^\s*\d", line):
+            step = numbered.group("text").strip()
+            yield Candidate(f"What is one of the numbered steps listed under \"{view.title}\" in {view.document}?", step, "procedural", "text")
+
+
+def generate(view: ChunkView, n: int) -> list[Candidate]:
+    """Up to ``n`` pairs, round-robin over question sources so types stay mixed."""
+    sources = [
+        list(_table_candidates(view)),
+        list(_chart_candidates(view)),
+        list(_picture_candidates(view)),
+        list(_text_candidates(view)),
+    ]
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    index = 0
+    while len(out) < n and any(index < len(s) for s in sources):
+        for source in sources:
+            if index < len(source) and len(out) < n and source[index].question not in seen:
+                seen.add(source[index].question)
+                out.append(source[index])
+        index += 1
+    return out

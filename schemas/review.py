@@ -1,0 +1,55 @@
+"""Review decisions: the JSON file the HTML report exports, and the durable ``review`` table.
+
+Decisions file (what "export decisions" downloads, what ``ragprep review apply`` reads)::
+
+    {"format": "ragprep-review-decisions/1", "build": "<report build id>",
+     "decisions": [{"qa_id": "...", "decision": "approve|reject|edit",
+                    "question": "...", "answer": "...",      # the edited text, for "edit"
+                    "reviewer": "...", "decided_at": "2026-11-30T10:00:00Z"}]}
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+DECISIONS_FORMAT = "ragprep-review-decisions/1"
+
+
+class Decision(BaseModel):
+    qa_id: str
+    decision: Literal["approve", "reject", "edit"]
+    question: str | None = Field(None, description="Edited question (decision 'edit').")
+    answer: str | None = Field(None, description="Edited answer (decision 'edit').")
+    reviewer: str | None = None
+    decided_at: datetime | None = None
+
+
+class DecisionsFile(BaseModel):
+    format: Literal["ragprep-review-decisions/1"] = DECISIONS_FORMAT
+    build: str | None = None
+    decisions: list[Decision]
+
+
+class ReviewRow(Decision):
+    """A stored decision; the latest per qa_id wins."""
+
+    applied_at: datetime
+    source_file: str
+
+
+REVIEW_SCHEMA = pa.schema(
+    [
+        pa.field("qa_id", pa.string(), nullable=False),
+        pa.field("decision", pa.string(), nullable=False),
+        pa.field("question", pa.string()),
+        pa.field("answer", pa.string()),
+        pa.field("reviewer", pa.string()),
+        pa.field("decided_at", pa.timestamp("us", tz="UTC")),
+        pa.field("applied_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("source_file", pa.string(), nullable=False),
+    ]
+)
