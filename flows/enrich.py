@@ -8,9 +8,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from flows.ingest import build_settings
 from ragprep.settings import Settings
 from tasks.enrich import StageReport
-from tasks.enrich_tasks import stage_task
+from tasks.enrich_tasks import review_report_task, stage_task
 
-GENERATIVE_STAGES = ("describe", "correct", "headers")
+GENERATIVE_STAGES = ("describe", "correct", "headers", "qa")
 
 
 def publish_reports(reports: list[StageReport]) -> None:
@@ -28,9 +28,22 @@ def publish_reports(reports: list[StageReport]) -> None:
     create_markdown_artifact(key="generative-stages", markdown="\n".join(lines), description="describe / correct / headers")
 
 
+def publish_review(report: StageReport, report_path: str) -> None:
+    """Flags per type and where the expert review report is."""
+    lines = [f"**{report.items} QA pairs** ({report.provider}, {report.model}), {report.flagged} flags.", "",
+             "| flag | pairs |", "|---|---|"]
+    lines += [f"| {code} | {count} |" for code, count in sorted(report.flags.items())] or ["| (none) | 0 |"]
+    lines += ["", f"Review report: [{report_path}](file://{report_path})",
+              f"Apply the exported decisions with `ragprep review apply decisions.json --root ...`."]
+    create_markdown_artifact(key="qa-review", markdown="\n".join(lines), description="QA flags and review report")
+
+
 def run_generative_stages(settings: Settings, stages: tuple[str, ...] = GENERATIVE_STAGES) -> list[StageReport]:
     reports = [stage_task(stage, settings) for stage in stages]
     publish_reports(reports)
+    qa = next((r for r in reports if r.stage == "qa"), None)
+    if qa is not None:
+        publish_review(qa, str(review_report_task(settings)))
     return reports
 
 
@@ -52,6 +65,16 @@ def correct_flow(root: str | None = None) -> list[StageReport]:
         root: Output root holding the ingested tables; default RAGPREP_ROOT or ./ragprep-data.
     """
     return run_generative_stages(build_settings(root, None, None), ("correct",))
+
+
+@flow(name="qa")
+def qa_flow(root: str | None = None) -> list[StageReport]:
+    """Generate and flag QA pairs per chunk, apply expert decisions, write the review report.
+
+    Args:
+        root: Output root holding the ingested tables; default RAGPREP_ROOT or ./ragprep-data.
+    """
+    return run_generative_stages(build_settings(root, None, None), ("qa",))
 
 
 @flow(name="headers")

@@ -1,6 +1,6 @@
 """``ragprep run``: every implemented stage in order.
 
-ingest (discover, extract + OCR, chunk) -> describe -> correct -> headers.
+ingest (discover, extract + OCR, chunk) -> describe -> correct -> headers -> qa (+ review report).
 Describe runs before correct because a slide's correction reads its image descriptions.
 """
 
@@ -34,7 +34,7 @@ def pipeline_flow(
     workers: int | None = None,
     ocr: bool | None = None,
 ) -> PipelineSummary:
-    """Run every stage: ingest, describe, correct, headers.
+    """Run every stage: ingest, describe, correct, headers, qa (with its review report).
 
     Args:
         paths: Files or folders holding .pptx and .pdf documents.

@@ -8,6 +8,8 @@ atomically. A stage never fails for a bad reply: the item is flagged and keeps i
 from __future__ import annotations
 
 import asyncio
+
+import pyarrow as pa
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +27,9 @@ from schemas.headers import HEADERS_SCHEMA, HeaderRow
 from tasks.correct import correct_chunks
 from tasks.describe import DESCRIBED_KINDS, attach_descriptions, describe_elements
 from tasks.headers import apply_headers, extract_headers
+from tasks.qa import build_qa_pairs, generate_pairs
+from tasks.review import load_decisions
+from schemas.qa_pairs import QA_PAIRS_SCHEMA
 
 Progress = Callable[[int, int], None]
 
@@ -153,4 +158,41 @@ def run_headers(settings: Settings, progress: Progress | None = None) -> StageRe
     return _report("headers", generator, prompt.ref, len(headers), flags, meter)
 
 
-__all__ = ["MissingTablesError", "StageReport", "run_correct", "run_describe", "run_headers", "Path"]
+class QaFailureRow(BaseModel):
+    chunk_id: str
+    source_path: str
+    reason: str
+
+
+QA_FAILURES_SCHEMA = pa.schema(
+    [pa.field("chunk_id", pa.string(), nullable=False), pa.field("source_path", pa.string(), nullable=False),
+     pa.field("reason", pa.string(), nullable=False)]
+)
+
+
+def run_qa(settings: Settings, progress: Progress | None = None) -> StageReport:
+    """Generate, flag and review-apply QA pairs; writes ``qa_pairs`` and ``qa_failures``."""
+    layout = Layout(settings.root)
+    chunks: list[ChunkRow] = _load(layout, "chunks", ChunkRow, CHUNKS_SCHEMA)
+    elements: list[ElementRow] = _load(layout, "elements", ElementRow, ELEMENTS_SCHEMA)
+    prompt = load_prompt("generate_qa")
+    meter = UsageMeter(prices=settings.llm_prices)
+
+    async def go():
+        generator = Generator(settings, "llm", cache_dir=layout.root / "cache" / "llm", meter=meter)
+        try:
+            return await generate_pairs(chunks, elements, settings, generator, prompt, _counter(len(chunks), progress)), generator
+        finally:
+            await generator.aclose()
+
+    (pairs, failures), generator = asyncio.run(go())
+    final = build_qa_pairs(pairs, chunks, settings, load_decisions(layout.root))
+    atomic_write_parquet(rows_to_table(final, QA_PAIRS_SCHEMA), layout.table_path("qa_pairs"))
+    atomic_write_parquet(
+        rows_to_table([QaFailureRow(**f.model_dump()) for f in failures], QA_FAILURES_SCHEMA), layout.table_path("qa_failures")
+    )
+    flags = [code for p in final for code in p.flags] + [f"generation_failed: {f.reason}" for f in failures]
+    return _report("qa", generator, prompt.ref, len(final), flags, meter)
+
+
+__all__ = ["MissingTablesError", "StageReport", "run_correct", "run_describe", "run_headers", "run_qa", "Path"]

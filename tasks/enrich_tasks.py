@@ -7,9 +7,9 @@ from prefect.cache_policies import NO_CACHE
 
 from ragprep import progress
 from ragprep.settings import Settings
-from tasks.enrich import StageReport, run_correct, run_describe, run_headers
+from tasks.enrich import StageReport, run_correct, run_describe, run_headers, run_qa
 
-_STAGES = {"describe": run_describe, "correct": run_correct, "headers": run_headers}
+_STAGES = {"describe": run_describe, "correct": run_correct, "headers": run_headers, "qa": run_qa}
 
 
 @task(name="generative-stage", task_run_name="{stage}", cache_policy=NO_CACHE)
@@ -31,3 +31,12 @@ def stage_task(stage: str, settings: Settings) -> StageReport:
         stage, result.items, result.provider, result.model, result.prompt, result.flagged, result.flags or "",
     )
     return result
+
+
+@task(name="review-report", cache_policy=NO_CACHE)
+def review_report_task(settings: Settings) -> str:
+    from tasks.review_report import write_review_report
+
+    path = write_review_report(settings.root)
+    get_run_logger().info("review report: %s", path)
+    return str(path)

@@ -126,6 +126,18 @@ def test_invalid_structured_output_gets_one_repair(provider, server, tmp_path):
     assert meter.table()[0]["repairs"] == 1
 
 
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_repaired_reply_is_cached_for_the_original_request(provider, server, tmp_path):
+    server.enqueue_faults([("content", "not json at all")])
+    server.responder = lambda body, api: json.dumps({"value": "ok"})
+    first, _ = run(generate_once(settings_for(provider, server, tmp_path), tmp_path / "cache", output_model=Reply))
+    assert first.data == {"value": "ok"} and server.request_count == 2
+    again, meter = run(generate_once(settings_for(provider, server, tmp_path), tmp_path / "cache", output_model=Reply))
+    assert again.data == {"value": "ok"} and again.cached
+    assert server.request_count == 2 and meter.calls == 0, "a re-run makes no call"
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_invalid_twice_is_flagged(provider, server, tmp_path):
     server.responder = lambda body, api: '{"other": 1}'

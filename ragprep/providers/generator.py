@@ -168,11 +168,12 @@ class Generator:
         )
         return self.cache_dir / key[:2] / f"{key}.json"
 
-    async def _call(self, request: ChatRequest, prompt: PromptTemplate) -> tuple[ChatResponse, bool]:
+    async def _call(self, request: ChatRequest, prompt: PromptTemplate) -> tuple[ChatResponse, bool, Path | None]:
+        """(response, answered from cache, where to cache it once it proves usable)."""
         cache_path = self._cache_path(request, prompt)
         if cache_path is not None and cache_path.exists():
             self.meter.add(self.provider, self.model, cache_hits=1)
-            return ChatResponse(**json.loads(cache_path.read_text(encoding="utf-8"))), True
+            return ChatResponse(**json.loads(cache_path.read_text(encoding="utf-8"))), True, None
         assert self.backend is not None
         async with self._semaphore:
             async with self._limiter:
@@ -184,9 +185,13 @@ class Generator:
         self.meter.add(
             self.provider, self.model, calls=1, input_tokens=response.input_tokens, output_tokens=response.output_tokens
         )
+        return response, False, cache_path
+
+    @staticmethod
+    def _remember(cache_path: Path | None, response: ChatResponse) -> None:
+        """Cache only usable replies, so an item that failed is asked again next run."""
         if cache_path is not None:
             atomic_write_bytes(cache_path, json.dumps(asdict(response), ensure_ascii=False).encode("utf-8"))
-        return response, False
 
     async def generate(
         self,
@@ -221,14 +226,18 @@ class Generator:
         )
         base = {"provider": self.provider, "prompt_ref": prompt.ref, "prompt_sha256": prompt.sha256}
         try:
-            response, cached = await self._call(request, prompt)
+            response, cached, cache_path = await self._call(request, prompt)
         except ProviderError as exc:
             return Generation("", None, model=self.model, flag=f"call_failed: {exc}", **base)
+        first_cache_path = cache_path
         tokens = {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens}
         if output_model is None:
+            if response.text.strip():
+                self._remember(cache_path, response)
             return Generation(response.text, None, model=response.model, cached=cached, **tokens, **base)
         try:
             data = output_model.model_validate(parse_json_object(response.text)).model_dump()
+            self._remember(cache_path, response)
             return Generation(response.text, data, model=response.model, cached=cached, **tokens, **base)
         except (ValueError, ValidationError) as first_error:
             reason = str(first_error).splitlines()[0][:300]
@@ -241,12 +250,15 @@ class Generator:
         )
         self.meter.add(self.provider, self.model, repairs=1)
         try:
-            response, cached = await self._call(repair, prompt)
+            response, cached, cache_path = await self._call(repair, prompt)
             tokens = {
                 "input_tokens": tokens["input_tokens"] + response.input_tokens,
                 "output_tokens": tokens["output_tokens"] + response.output_tokens,
             }
             data = output_model.model_validate(parse_json_object(response.text)).model_dump()
+            # the repaired reply answers the original request too: a re-run makes no call
+            self._remember(cache_path, response)
+            self._remember(first_cache_path, response)
             return Generation(response.text, data, model=response.model, cached=cached, **tokens, **base)
         except ProviderError as exc:
             return Generation("", None, model=self.model, flag=f"call_failed: {exc}", **base)

@@ -1,0 +1,584 @@
+// ragprep review report. All document text comes from the JSON data block and is put into
+// the page with textContent / createTextNode only: no innerHTML, no eval, nothing loaded.
+(function () {
+  "use strict";
+
+  var DATA = JSON.parse(document.getElementById("data").textContent);
+  var BUILD = DATA.build;
+  var STORE_KEY = "ragprep-review-decisions:" + BUILD;
+  var REVIEWER_KEY = "ragprep-review-reviewer";
+  var FLAG_HELP = {
+    unsupported_answer: "the answer is not supported by the chunk",
+    number_not_in_chunk: "the answer states a number the chunk does not contain",
+    near_duplicate: "almost the same as another question",
+    not_a_question: "the question is not phrased as a question",
+    answer_leak: "the question gives the answer away",
+    too_short: "question or answer too short",
+    too_long: "question or answer too long",
+    language_mismatch: "question and answer or chunk are in different languages",
+    generic_question: "the question could be asked of any document",
+    generation_failed: "the generator failed; the text is a placeholder"
+  };
+  var DECISION_TEXT = { approve: "Approved", reject: "Rejected", edit: "Edited" };
+  var SAFE_IMAGE = /^data:image\/(png|jpeg|svg\+xml);base64,[A-Za-z0-9+\/=]+$/;
+
+  var decisions = new Map(); // qa_id -> {decision, question, answer, reviewer, decided_at}
+  var cards = new Map(); // qa_id -> {pair, node, refs}
+  var pairsById = new Map();
+  DATA.pairs.forEach(function (p) { pairsById.set(p.qa_id, p); });
+
+  // ---------- DOM helpers (text only) ----------
+  function text(s) { return document.createTextNode(s == null ? "" : String(s)); }
+
+  function setAttr(node, name, value) {
+    var lower = String(name).toLowerCase();
+    if (lower.slice(0, 2) === "on" || lower === "href" || lower === "style" || lower === "srcdoc") {
+      throw new Error("refusing attribute " + name);
+    }
+    if (lower === "src" && !SAFE_IMAGE.test(String(value))) { return; }
+    node.setAttribute(name, String(value));
+  }
+
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        if (attrs[k] !== null && attrs[k] !== undefined && attrs[k] !== false) { setAttr(node, k, attrs[k]); }
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) {
+      var child = arguments[i];
+      if (child === null || child === undefined) { continue; }
+      node.appendChild(typeof child === "object" ? child : text(child));
+    }
+    return node;
+  }
+
+  // ---------- minimal safe Markdown -> DOM ----------
+  var LIST_ITEM = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
+  var TABLE_SEP = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+  var HR = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
+  var HEADING = /^\s{0,3}(#{1,6})\s+(.*)$/;
+  var QUOTE = /^\s{0,3}>/;
+  var FENCE = /^\s{0,3}(```|~~~)/;
+  var INLINE = /(\*\*[^*\n]+\*\*|`[^`\n]+`|<br\s*\/?>|!?\[[^\]\n]*\]\([^)\n]*\))/gi;
+  var LINK = /^(!?)\[([^\]\n]*)\]\(([^)\n]*)\)$/;
+
+  function appendInline(parent, s) {
+    s = String(s);
+    var last = 0;
+    var m;
+    INLINE.lastIndex = 0;
+    while ((m = INLINE.exec(s)) !== null) {
+      if (m.index > last) { parent.appendChild(text(s.slice(last, m.index))); }
+      var tok = m[0];
+      if (tok.charAt(0) === "*") { parent.appendChild(el("strong", null, tok.slice(2, -2))); }
+      else if (tok.charAt(0) === "`") { parent.appendChild(el("code", null, tok.slice(1, -1))); }
+      else if (tok.charAt(0) === "<") { parent.appendChild(document.createElement("br")); }
+      else {
+        // images and links stay text: nothing in a chunk may make the page load or open anything
+        var lm = LINK.exec(tok);
+        if (lm[1]) { parent.appendChild(el("span", { "class": "img-ref", title: lm[3] }, "[picture: " + (lm[2] || lm[3]) + "]")); }
+        else { parent.appendChild(text(lm[2])); parent.appendChild(el("span", { "class": "link-target" }, " (" + lm[3] + ")")); }
+      }
+      last = INLINE.lastIndex;
+    }
+    if (last < s.length) { parent.appendChild(text(s.slice(last))); }
+  }
+
+  function splitRow(line) {
+    var s = line.trim();
+    if (s.charAt(0) === "|") { s = s.slice(1); }
+    if (s.length && s.charAt(s.length - 1) === "|" && s.charAt(s.length - 2) !== "\\") { s = s.slice(0, -1); }
+    var cells = [];
+    var cur = "";
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charAt(i);
+      if (c === "\\" && s.charAt(i + 1) === "|") { cur += "|"; i++; }
+      else if (c === "|") { cells.push(cur.trim()); cur = ""; }
+      else { cur += c; }
+    }
+    cells.push(cur.trim());
+    return cells;
+  }
+
+  function isTableAt(lines, i) {
+    return lines[i].indexOf("|") >= 0 && i + 1 < lines.length &&
+      lines[i + 1].indexOf("-") >= 0 && TABLE_SEP.test(lines[i + 1]);
+  }
+
+  function isBlockStart(lines, i) {
+    var line = lines[i];
+    return HEADING.test(line) || QUOTE.test(line) || FENCE.test(line) || HR.test(line) ||
+      LIST_ITEM.test(line) || isTableAt(lines, i);
+  }
+
+  function renderList(lines, i, container) {
+    var stack = [];
+    var lastLi = null;
+    while (i < lines.length) {
+      var line = lines[i];
+      if (!line.trim()) {
+        var j = i + 1;
+        while (j < lines.length && !lines[j].trim()) { j++; }
+        if (j < lines.length && LIST_ITEM.test(lines[j]) && !HR.test(lines[j])) { i = j; continue; }
+        break;
+      }
+      var m = HR.test(line) ? null : LIST_ITEM.exec(line);
+      if (!m) {
+        if (lastLi && !isBlockStart(lines, i)) { lastLi.appendChild(text(" ")); appendInline(lastLi, line.trim()); i++; continue; }
+        break;
+      }
+      var indent = m[1].replace(/\t/g, "    ").length;
+      var ordered = /\d/.test(m[2]);
+      while (stack.length && indent < stack[stack.length - 1].indent) { stack.pop(); }
+      var top = stack[stack.length - 1];
+      if (!top || indent > top.indent) {
+        var list = document.createElement(ordered ? "ol" : "ul");
+        if (ordered) {
+          var start = parseInt(m[2], 10);
+          if (isFinite(start) && start !== 1) { list.setAttribute("start", String(start)); }
+        }
+        (top && lastLi ? lastLi : container).appendChild(list);
+        top = { indent: indent, list: list };
+        stack.push(top);
+      }
+      var li = document.createElement("li");
+      appendInline(li, m[3]);
+      top.list.appendChild(li);
+      lastLi = li;
+      i++;
+    }
+    return i;
+  }
+
+  function renderBlocks(lines, container, depth) {
+    var i = 0;
+    var n = lines.length;
+    var m;
+    while (i < n) {
+      var line = lines[i];
+      if (!line.trim()) { i++; continue; }
+      if ((m = FENCE.exec(line)) !== null) {
+        var fence = m[1];
+        var buf = [];
+        i++;
+        while (i < n && lines[i].trim().slice(0, 3) !== fence) { buf.push(lines[i]); i++; }
+        i++;
+        container.appendChild(el("pre", null, el("code", null, buf.join("\n"))));
+        continue;
+      }
+      if ((m = HEADING.exec(line)) !== null) {
+        var h = document.createElement("h" + Math.min(6, m[1].length + 2));
+        appendInline(h, m[2]);
+        container.appendChild(h);
+        i++;
+        continue;
+      }
+      if (HR.test(line)) { container.appendChild(document.createElement("hr")); i++; continue; }
+      if (QUOTE.test(line)) {
+        var quoted = [];
+        while (i < n && QUOTE.test(lines[i])) { quoted.push(lines[i].replace(/^\s{0,3}>\s?/, "")); i++; }
+        var bq = document.createElement("blockquote");
+        if (depth < 8) { renderBlocks(quoted, bq, depth + 1); } else { bq.appendChild(text(quoted.join("\n"))); }
+        container.appendChild(bq);
+        continue;
+      }
+      if (isTableAt(lines, i)) {
+        var header = splitRow(lines[i]);
+        i += 2;
+        var headRow = el("tr");
+        header.forEach(function (c) { var th = el("th"); appendInline(th, c); headRow.appendChild(th); });
+        var tbody = el("tbody");
+        while (i < n && lines[i].trim() && lines[i].indexOf("|") >= 0) {
+          var cells = splitRow(lines[i]);
+          var tr = el("tr");
+          for (var k = 0; k < header.length; k++) { var td = el("td"); appendInline(td, cells[k] || ""); tr.appendChild(td); }
+          tbody.appendChild(tr);
+          i++;
+        }
+        container.appendChild(el("table", null, el("thead", null, headRow), tbody));
+        continue;
+      }
+      if (LIST_ITEM.test(line)) { i = renderList(lines, i, container); continue; }
+      var para = [line.trim()];
+      i++;
+      while (i < n && lines[i].trim() && !isBlockStart(lines, i)) { para.push(lines[i].trim()); i++; }
+      var p = el("p");
+      appendInline(p, para.join("\n"));
+      container.appendChild(p);
+    }
+  }
+
+  function renderMarkdown(md, container) {
+    renderBlocks(String(md == null ? "" : md).replace(/\r\n?/g, "\n").split("\n"), container, 0);
+  }
+
+  // ---------- decisions ----------
+  function nowIso() { return new Date().toISOString().replace(/\.\d{3}Z$/, "Z"); }
+
+  function reviewerName() { return document.getElementById("reviewer").value.trim(); }
+
+  function persist() {
+    try {
+      var out = {};
+      decisions.forEach(function (d, id) { out[id] = d; });
+      window.localStorage.setItem(STORE_KEY, JSON.stringify(out));
+    } catch (e) { /* storage unavailable: decisions stay in memory */ }
+  }
+
+  function restore() {
+    try {
+      var raw = window.localStorage.getItem(STORE_KEY);
+      var saved = raw ? JSON.parse(raw) : {};
+      Object.keys(saved).forEach(function (id) {
+        var d = saved[id];
+        if (pairsById.has(id) && d && DECISION_TEXT.hasOwnProperty(d.decision)) { decisions.set(id, d); }
+      });
+      var name = window.localStorage.getItem(REVIEWER_KEY);
+      if (name) { document.getElementById("reviewer").value = name; }
+    } catch (e) { /* ignore unreadable storage */ }
+  }
+
+  function setDecision(id, decision, question, answer) {
+    decisions.set(id, {
+      decision: decision,
+      question: decision === "edit" ? question : null,
+      answer: decision === "edit" ? answer : null,
+      reviewer: reviewerName() || null,
+      decided_at: nowIso()
+    });
+    afterDecision(id);
+  }
+
+  function clearDecision(id) {
+    decisions.delete(id);
+    afterDecision(id);
+  }
+
+  function afterDecision(id) {
+    updateCard(id);
+    persist();
+    updateDecisionCount();
+    if (document.getElementById("decision-filter").value) { render(); }
+  }
+
+  function updateDecisionCount() {
+    var counts = { approve: 0, reject: 0, edit: 0 };
+    decisions.forEach(function (d) { counts[d.decision]++; });
+    var node = document.getElementById("decision-count");
+    node.textContent = decisions.size + (decisions.size === 1 ? " decision" : " decisions") +
+      " (" + counts.approve + " approved, " + counts.reject + " rejected, " + counts.edit + " edited)";
+    node.setAttribute("data-count", String(decisions.size));
+  }
+
+  function exportDecisions() {
+    var fallback = reviewerName() || null;
+    var ids = Array.from(decisions.keys()).sort();
+    var payload = {
+      format: DATA.format,
+      build: BUILD,
+      decisions: ids.map(function (id) {
+        var d = decisions.get(id);
+        return {
+          qa_id: id,
+          decision: d.decision,
+          question: d.decision === "edit" ? d.question : null,
+          answer: d.decision === "edit" ? d.answer : null,
+          reviewer: d.reviewer || fallback,
+          decided_at: d.decided_at
+        };
+      })
+    };
+    var reviewerInput = document.getElementById("reviewer");
+    reviewerInput.classList.toggle("missing", !fallback);
+    var blob = new Blob([JSON.stringify(payload, null, 2) + "\n"], { type: "application/json" });
+    var url = URL.createObjectURL(blob);
+    var a = document.createElement("a");
+    a.href = url; // a blob: URL made here, never document data
+    a.download = "decisions-" + BUILD + ".json";
+    a.hidden = true;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(function () { URL.revokeObjectURL(url); }, 2000);
+  }
+
+  // ---------- cards ----------
+  function unitText(pair, chunk) {
+    if (pair.slide !== null && pair.slide !== undefined) { return "slide " + pair.slide; }
+    var a = pair.page_start;
+    var b = pair.page_end;
+    if ((a === null || a === undefined) && chunk) { a = chunk.page_start; b = chunk.page_end; }
+    if (a === null || a === undefined) { return "unit unknown"; }
+    return b && b !== a ? "pages " + a + "\u2013" + b : "page " + a;
+  }
+
+  function buildCard(pair) {
+    var chunk = DATA.chunks[pair.chunk_id] || null;
+    var refs = {};
+    var card = el("article", {
+      "class": "qa",
+      "data-qa-id": pair.qa_id,
+      "data-doc-id": pair.doc_id,
+      "data-flags": pair.flags.join(" "),
+      "data-status": pair.status,
+      "data-decision": "none"
+    });
+
+    var head = el("div", { "class": "qa-head" });
+    pair.flags.forEach(function (f) { head.appendChild(el("span", { "class": "badge flag", "data-flag": f, title: FLAG_HELP[f] || f }, f)); });
+    head.appendChild(el("span", { "class": "badge status-" + pair.status, title: "status in the qa_pairs table" }, pair.status));
+    head.appendChild(el("span", { "class": "badge", title: "question type \u00b7 target modality \u00b7 language" },
+      pair.question_type + " \u00b7 " + pair.target_modality + " \u00b7 " + pair.language));
+    if (pair.review_decision) {
+      head.appendChild(el("span", { "class": "badge earlier" },
+        "earlier review: " + pair.review_decision + (pair.reviewer ? " by " + pair.reviewer : "")));
+    }
+    head.appendChild(el("span", { "class": "qa-id mono", title: "qa_id" }, pair.qa_id));
+    card.appendChild(head);
+
+    var main = el("div", { "class": "qa-main" });
+    main.appendChild(el("div", { "class": "field-label" }, "Question"));
+    refs.question = el("p", { "class": "question" }, pair.question);
+    main.appendChild(refs.question);
+    main.appendChild(el("div", { "class": "field-label" }, "Answer"));
+    refs.answer = el("p", { "class": "answer" }, pair.answer);
+    main.appendChild(refs.answer);
+    refs.original = el("p", { "class": "original", hidden: "hidden" });
+    main.appendChild(refs.original);
+    if (pair.generated_question !== pair.question || pair.generated_answer !== pair.answer) {
+      main.appendChild(el("p", { "class": "original" },
+        "As generated: Q: " + pair.generated_question + "\nA: " + pair.generated_answer));
+    }
+
+    main.appendChild(el("div", { "class": "field-label" }, "Why flagged"));
+    var reasons = el("ul", { "class": "reasons" });
+    var n = Math.max(pair.flags.length, pair.flag_reasons.length);
+    for (var i = 0; i < n; i++) {
+      reasons.appendChild(el("li", { "class": "reason" },
+        el("span", { "class": "code" }, pair.flags[i] || "(flag)"), pair.flag_reasons[i] || FLAG_HELP[pair.flags[i]] || ""));
+    }
+    main.appendChild(reasons);
+
+    var controls = el("div", { "class": "controls" });
+    refs.approve = el("button", { type: "button", "class": "approve", title: "keep the pair as it is" }, "Approve");
+    refs.reject = el("button", { type: "button", "class": "reject", title: "drop the pair from the dataset" }, "Reject");
+    refs.edit = el("button", { type: "button", "class": "edit", title: "fix the question or answer" }, "Edit");
+    refs.undo = el("button", { type: "button", "class": "undo", title: "forget this decision" }, "Clear");
+    refs.label = el("span", { "class": "decision-label none" }, "undecided");
+    [refs.approve, refs.reject, refs.edit, refs.undo, refs.label].forEach(function (c) { controls.appendChild(c); });
+    main.appendChild(controls);
+
+    refs.editor = el("div", { "class": "editor", hidden: "hidden" });
+    refs.editQuestion = el("textarea", { "class": "edit-question", rows: "2", "aria-label": "edited question" });
+    refs.editAnswer = el("textarea", { "class": "edit-answer", rows: "3", "aria-label": "edited answer" });
+    refs.save = el("button", { type: "button", "class": "save-edit" }, "Save edit");
+    refs.cancel = el("button", { type: "button", "class": "cancel-edit" }, "Cancel");
+    refs.note = el("span", { "class": "note" });
+    refs.editor.appendChild(el("div", { "class": "field-label" }, "Edit question"));
+    refs.editor.appendChild(refs.editQuestion);
+    refs.editor.appendChild(el("div", { "class": "field-label" }, "Edit answer"));
+    refs.editor.appendChild(refs.editAnswer);
+    refs.editor.appendChild(el("div", { "class": "controls" }, refs.save, refs.cancel, refs.note));
+    main.appendChild(refs.editor);
+
+    var chunkBox = el("div", { "class": "chunk" });
+    if (chunk) {
+      chunkBox.appendChild(el("div", { "class": "chunk-head" }, "Source chunk: ", el("strong", null, chunk.title),
+        " \u00b7 " + chunk.markdown_version + " \u00b7 ", el("span", { "class": "mono" }, chunk.chunk_id)));
+      var md = el("div", { "class": "markdown" });
+      renderMarkdown(chunk.markdown, md);
+      chunkBox.appendChild(md);
+      chunkBox.appendChild(el("details", { "class": "raw-toggle" }, el("summary", null, "Raw Markdown"),
+        el("pre", { "class": "raw" }, chunk.markdown)));
+    } else {
+      chunkBox.appendChild(el("div", { "class": "chunk-head" }, "Source chunk ", el("span", { "class": "mono" }, pair.chunk_id),
+        " is not in the chunks table (stale pair?)"));
+    }
+    main.appendChild(chunkBox);
+    card.appendChild(main);
+
+    var aside = el("aside", { "class": "source" });
+    aside.appendChild(el("div", { "class": "source-file", title: pair.source_path }, pair.file_name));
+    aside.appendChild(el("div", { "class": "source-where" }, unitText(pair, chunk)));
+    var thumb = pair.thumb ? DATA.thumbs[pair.thumb] : null;
+    if (thumb && SAFE_IMAGE.test(thumb.src)) {
+      var fig = el("figure", { "class": "thumb", "data-kind": thumb.kind, title: "click to enlarge" },
+        el("img", { src: thumb.src, alt: thumb.caption }), el("figcaption", null, thumb.caption));
+      fig.addEventListener("click", function () { fig.classList.toggle("zoomed"); });
+      aside.appendChild(fig);
+    } else {
+      aside.appendChild(el("div", { "class": "no-thumb" }, "no thumbnail (unit unknown)"));
+    }
+    card.appendChild(aside);
+
+    refs.approve.addEventListener("click", function () { closeEditor(refs); setDecision(pair.qa_id, "approve"); });
+    refs.reject.addEventListener("click", function () { closeEditor(refs); setDecision(pair.qa_id, "reject"); });
+    refs.undo.addEventListener("click", function () { closeEditor(refs); clearDecision(pair.qa_id); });
+    refs.edit.addEventListener("click", function () {
+      var d = decisions.get(pair.qa_id);
+      refs.editQuestion.value = d && d.decision === "edit" ? d.question : pair.question;
+      refs.editAnswer.value = d && d.decision === "edit" ? d.answer : pair.answer;
+      refs.note.textContent = "";
+      refs.editor.hidden = false;
+      refs.editQuestion.focus();
+    });
+    refs.cancel.addEventListener("click", function () { closeEditor(refs); });
+    refs.save.addEventListener("click", function () {
+      var q = refs.editQuestion.value.trim();
+      var a = refs.editAnswer.value.trim();
+      if (!q || !a) { refs.note.textContent = "Question and answer must not be empty."; return; }
+      if (q === pair.question && a === pair.answer) {
+        refs.note.textContent = "Nothing changed: use Approve to keep the pair as it is.";
+        return;
+      }
+      closeEditor(refs);
+      setDecision(pair.qa_id, "edit", q, a);
+    });
+    return { pair: pair, node: card, refs: refs };
+  }
+
+  function closeEditor(refs) { refs.editor.hidden = true; refs.note.textContent = ""; }
+
+  function updateCard(id) {
+    var card = cards.get(id);
+    var d = decisions.get(id);
+    var refs = card.refs;
+    var pair = card.pair;
+    card.node.setAttribute("data-decision", d ? d.decision : "none");
+    if (d && d.decision === "edit") {
+      refs.question.textContent = d.question;
+      refs.answer.textContent = d.answer;
+      refs.original.textContent = "Before your edit: Q: " + pair.question + "\nA: " + pair.answer;
+      refs.original.hidden = false;
+    } else {
+      refs.question.textContent = pair.question;
+      refs.answer.textContent = pair.answer;
+      refs.original.hidden = true;
+    }
+    refs.label.textContent = d ? DECISION_TEXT[d.decision] + (d.reviewer ? " by " + d.reviewer : "") + " at " + d.decided_at : "undecided";
+    refs.label.className = "decision-label " + (d ? d.decision : "none");
+  }
+
+  // ---------- filters and groups ----------
+  function matches(pair) {
+    var flag = document.getElementById("flag-filter").value;
+    var doc = document.getElementById("doc-filter").value;
+    var status = document.getElementById("status-filter").value;
+    var decision = document.getElementById("decision-filter").value;
+    var query = document.getElementById("search").value.trim().toLowerCase();
+    if (flag && pair.flags.indexOf(flag) < 0) { return false; }
+    if (doc && pair.doc_id !== doc) { return false; }
+    if (status && pair.status !== status) { return false; }
+    if (decision) {
+      var d = decisions.get(pair.qa_id);
+      if ((d ? d.decision : "none") !== decision) { return false; }
+    }
+    if (query) {
+      var d2 = decisions.get(pair.qa_id);
+      var hay = [pair.question, pair.answer, d2 && d2.question, d2 && d2.answer].join("\n").toLowerCase();
+      if (hay.indexOf(query) < 0) { return false; }
+    }
+    return true;
+  }
+
+  function render() {
+    var groups = document.getElementById("groups");
+    var flag = document.getElementById("flag-filter").value;
+    var buckets = new Map();
+    (flag ? [flag] : DATA.flag_order).forEach(function (f) { buckets.set(f, []); });
+    var visible = 0;
+    DATA.pairs.forEach(function (pair) {
+      if (!matches(pair)) { return; }
+      var g = flag || pair.group;
+      if (!buckets.has(g)) { buckets.set(g, []); }
+      buckets.get(g).push(pair);
+      visible++;
+    });
+    var sections = [];
+    buckets.forEach(function (list, f) {
+      if (!list.length) { return; }
+      var section = el("section", { "class": "flag-group", "data-flag": f },
+        el("h2", null, f + " ", el("span", { "class": "muted" },
+          "(" + list.length + ")" + (FLAG_HELP[f] ? " \u2014 " + FLAG_HELP[f] : ""))));
+      list.forEach(function (pair) { section.appendChild(cards.get(pair.qa_id).node); });
+      sections.push(section);
+    });
+    groups.replaceChildren.apply(groups, sections);
+    var count = document.getElementById("visible-count");
+    count.textContent = visible + " of " + DATA.pairs.length + " flagged pairs shown";
+    count.setAttribute("data-visible", String(visible));
+    document.getElementById("empty").hidden = visible > 0;
+  }
+
+  // ---------- header: summary, filters ----------
+  function fillSummary() {
+    var c = DATA.counts;
+    document.getElementById("summary-line").textContent =
+      c.total + " QA pairs in total: " + c.flagged + " flagged (listed below, each once under its first flag), " +
+      (c.total - c.flagged) + " without flags.";
+    var table = document.getElementById("counts");
+    var headRow = el("tr", null, el("th", null, "flag"));
+    c.statuses.forEach(function (s) { headRow.appendChild(el("th", null, s)); });
+    headRow.appendChild(el("th", null, "total"));
+    var tbody = el("tbody");
+    c.by_flag.forEach(function (row) {
+      var tr = el("tr", { "data-flag": row.flag }, el("td", { title: FLAG_HELP[row.flag] || "" }, row.flag));
+      c.statuses.forEach(function (s) { tr.appendChild(el("td", null, String(row[s] || 0))); });
+      tr.appendChild(el("td", null, String(row.total)));
+      tbody.appendChild(tr);
+    });
+    var foot = el("tr", null, el("td", null, "all pairs"));
+    c.statuses.forEach(function (s) { foot.appendChild(el("td", { "data-status": s }, String(c.by_status[s] || 0))); });
+    foot.appendChild(el("td", { "data-status": "total" }, String(c.total)));
+    table.replaceChildren(el("thead", null, headRow), tbody, el("tfoot", null, foot));
+    document.getElementById("generated").textContent =
+      "Generated " + DATA.generated_at + ". A pair with several flags counts once in each flag's row. " +
+      "Decisions are kept in this browser (localStorage, build " + BUILD + ") until you export them.";
+  }
+
+  function fillFilters() {
+    var flagSel = document.getElementById("flag-filter");
+    DATA.flag_order.forEach(function (f) {
+      var n = DATA.pairs.filter(function (p) { return p.flags.indexOf(f) >= 0; }).length;
+      flagSel.appendChild(el("option", { value: f }, f + " (" + n + ")"));
+    });
+    var docSel = document.getElementById("doc-filter");
+    DATA.documents.forEach(function (d) {
+      docSel.appendChild(el("option", { value: d.doc_id, title: d.path }, d.file_name + " (" + d.n_flagged + ")"));
+    });
+    var statusSel = document.getElementById("status-filter");
+    var seen = [];
+    DATA.pairs.forEach(function (p) { if (seen.indexOf(p.status) < 0) { seen.push(p.status); } });
+    seen.sort().forEach(function (s) { statusSel.appendChild(el("option", { value: s }, s)); });
+    ["flag-filter", "doc-filter", "status-filter", "decision-filter"].forEach(function (id) {
+      document.getElementById(id).addEventListener("change", render);
+    });
+    document.getElementById("search").addEventListener("input", render);
+  }
+
+  function init() {
+    fillSummary();
+    fillFilters();
+    DATA.pairs.forEach(function (pair) { cards.set(pair.qa_id, buildCard(pair)); });
+    restore();
+    decisions.forEach(function (d, id) { updateCard(id); });
+    updateDecisionCount();
+    render();
+    var reviewer = document.getElementById("reviewer");
+    reviewer.addEventListener("change", function () {
+      reviewer.classList.remove("missing");
+      try { window.localStorage.setItem(REVIEWER_KEY, reviewerName()); } catch (e) { /* ignore */ }
+    });
+    document.getElementById("export").addEventListener("click", exportDecisions);
+    document.addEventListener("keydown", function (ev) {
+      if (ev.key === "Escape") {
+        document.querySelectorAll("figure.thumb.zoomed").forEach(function (f) { f.classList.remove("zoomed"); });
+      }
+    });
+    document.body.setAttribute("data-ready", "1");
+  }
+
+  init();
+})();

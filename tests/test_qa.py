@@ -1,0 +1,216 @@
+"""QA generation, flags and the review loop over sample_docs/ (heuristic provider) and crafted cases."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+
+import pyarrow.parquet as pq
+import pytest
+
+from ragprep.settings import Settings
+from tasks.enrich import run_correct, run_describe, run_headers, run_qa
+from ragprep.storage import Layout
+from tasks.ingest import assemble_tables, discover, ingest_document, make_ocr_engine
+from tasks.qa_flags import duplicate_flags, pair_flags
+from tasks.review import ReviewFileError, apply_decisions_file, load_decisions
+from tests.conftest import SAMPLE_DOCS, needs_tesseract
+from tests.fake_llm_server import FakeLLMServer
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """sample_docs/ through ingest (OCR on when available), describe, correct, headers, qa."""
+    root = tmp_path_factory.mktemp("qa-root")
+    settings = Settings(root=root, ocr_enabled=bool(shutil.which("tesseract")))
+    ocr = make_ocr_engine(settings, Layout(root))
+    outcomes = [ingest_document(r, settings, ocr) for r in discover([SAMPLE_DOCS], settings)]
+    assemble_tables(outcomes, settings, datetime.now(timezone.utc))
+    for stage in (run_describe, run_correct, run_headers):
+        stage(settings)
+    report = run_qa(settings)
+    return root, report
+
+
+@pytest.fixture
+def root(built, tmp_path):
+    target = tmp_path / "root"
+    shutil.copytree(built[0], target)
+    return target
+
+
+def table(root, name):
+    return pq.read_table(root / "tables" / f"{name}.parquet").to_pylist()
+
+
+def test_pairs_are_answerable_from_their_chunk(built):
+    root, report = built
+    pairs = table(root, "qa_pairs")
+    chunks = {c["chunk_id"]: c for c in table(root, "chunks")}
+    assert len(pairs) >= 60 and report.items == len(pairs)
+    for pair in pairs:
+        chunk = chunks[pair["chunk_id"]]
+        assert pair["answer"] in chunk["markdown_v0"], pair
+        assert pair["provider"] == "heuristic" and pair["prompt"] == "heuristic:generate_qa@ragprep-rules-1"
+        assert pair["doc_id"] == chunk["doc_id"] and pair["slide"] == chunk["slide"] and pair["page_start"] == chunk["page_start"]
+        assert pair["question"].endswith("?")
+    assert table(root, "qa_failures") == []
+
+
+def test_pairs_scale_with_chunk_length_and_mix_types(built):
+    root, _ = built
+    pairs = table(root, "qa_pairs")
+    chunks = {c["chunk_id"]: c for c in table(root, "chunks")}
+    per_chunk: dict[str, int] = {}
+    for pair in pairs:
+        per_chunk[pair["chunk_id"]] = per_chunk.get(pair["chunk_id"], 0) + 1
+    settings = Settings()
+    for chunk_id, count in per_chunk.items():
+        assert count <= max(1, min(settings.qa_max_per_chunk, round(chunks[chunk_id]["token_count"] / settings.qa_tokens_per_pair)))
+    long_chapter = max(chunks.values(), key=lambda c: c["token_count"])
+    assert per_chunk[long_chapter["chunk_id"]] >= 10
+    assert {p["question_type"] for p in pairs} >= {"factual", "numeric", "comparative", "definitional"}
+    assert {p["target_modality"] for p in pairs} >= {"text", "table", "chart"}
+
+
+def test_table_and_chart_questions_target_their_element(built):
+    root, _ = built
+    pairs = table(root, "qa_pairs")
+    elements = {e["element_id"]: e for e in table(root, "elements")}
+    hic = next(p for p in pairs if "Measured Driver value for HIC15" in p["question"] and "frontal" in p["source_path"])
+    assert hic["answer"] == "412.6" and hic["target_modality"] == "table" and hic["question_type"] == "numeric"
+    assert elements[hic["evidence_element_id"]]["kind"] == "table"
+    assert "crash_report_frontal_offset.pptx" in hic["question"], "questions name what they ask about"
+    peak = next(p for p in pairs if p["target_modality"] == "chart" and "peak value of Driver chest accel (g)" in p["question"])
+    assert peak["answer"] == "38.2" and elements[peak["evidence_element_id"]]["kind"] == "chart"
+
+
+def test_korean_chunks_get_korean_questions(built):
+    root, _ = built
+    korean = [p for p in table(root, "qa_pairs") if "meeting_notes_ko" in p["source_path"]]
+    assert korean and all(p["language"] == "ko" for p in korean)
+    assert all("language_mismatch" not in p["flags"] for p in korean)
+    assert any(p["answer"] == "32.5" for p in korean)
+
+
+@needs_tesseract
+def test_picture_questions_from_ocr(built):
+    root, _ = built
+    image_pairs = [p for p in table(root, "qa_pairs") if p["target_modality"] == "image"]
+    elements = {e["element_id"]: e for e in table(root, "elements")}
+    assert len(image_pairs) == 3  # one per crash-report picture
+    for pair in image_pairs:
+        picture = elements[pair["evidence_element_id"]]
+        assert picture["kind"] == "picture" and pair["answer"] in picture["ocr_text"]
+    assert any(p["answer"].startswith("PEAK DECEL 38.2") for p in image_pairs)
+
+
+# --- flags ---------------------------------------------------------------------
+
+CHUNK = "# Dummy Measurements\n\n| Metric | Driver |\n|---|---|\n| HIC15 | 412.6 |\n\nThe airbag vent was retuned because chest deflection was high."
+CLEAN_Q = "In the table \"Dummy Measurements\" of frontal.pptx, what is the Driver value for HIC15?"
+CRAFTED = {
+    "unsupported_answer": (CLEAN_Q, "the seatbelt pretensioner fired late"),
+    "number_not_in_chunk": (CLEAN_Q, "HIC15 412.6 and 999"),
+    "not_a_question": ("Tell me the Driver value for HIC15 in frontal.pptx.", "412.6"),
+    "answer_leak": ("Is the Driver value for HIC15 in frontal.pptx 412.6?", "412.6"),
+    "too_short": ("HIC15?", "412.6"),
+    "too_long": (CLEAN_Q + " " + "Please answer precisely. " * 15, "412.6"),
+    "language_mismatch": ("frontal.pptx 표에서 HIC15의 Driver 값은 무엇인가요?", "412.6"),
+    "generic_question": ("What is the Driver value shown on this slide?", "412.6"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(CRAFTED))
+def test_each_flag_is_triggered_by_its_crafted_case(code):
+    question, answer = CRAFTED[code]
+    codes = [c for c, _ in pair_flags(question, answer, CHUNK, Settings())]
+    assert code in codes, codes
+
+
+def test_clean_pair_has_no_flags():
+    assert pair_flags(CLEAN_Q, "412.6", CHUNK, Settings()) == []
+    assert pair_flags("프론탈 시험의 HIC15 값은 무엇인가요?", "412.6", "# 시험 결과\n\nHIC15 값은 412.6 이다", Settings()) == []
+
+
+def test_near_duplicates_within_chunk_and_corpus():
+    questions = [
+        "What was the peak chest deflection of the driver dummy in test FO-2024-017?",
+        "In test FO-2024-017, what was the driver dummy peak chest deflection?",  # rephrased: same chunk
+        "What was the peak chest deflection of the driver dummy in test FO-2024-017 ?",  # copy: other chunk
+        "What was the peak chest deflection of the passenger dummy in test FO-2024-017?",  # different: passenger
+    ]
+    flags = duplicate_flags(questions, ["c1", "c1", "c2", "c1"], threshold=Settings().qa_duplicate_threshold)
+    assert flags[0] is None and flags[3] is None
+    assert flags[1][0] == "near_duplicate" and "same chunk" in flags[1][1]
+    assert flags[2][0] == "near_duplicate" and "elsewhere in the corpus" in flags[2][1]
+
+
+def test_flagged_pairs_wait_for_review_and_clean_ones_are_approved(built):
+    root, _ = built
+    for pair in table(root, "qa_pairs"):
+        assert pair["status"] == ("pending" if pair["flags"] else "approved")
+        assert len(pair["flag_reasons"]) >= len(pair["flags"])
+
+
+# --- review loop -----------------------------------------------------------------
+
+def write_decisions(path, decisions):
+    path.write_text(json.dumps({"format": "ragprep-review-decisions/1", "build": "test", "decisions": decisions}))
+    return path
+
+
+def test_decisions_round_trip_into_the_next_build(root, tmp_path):
+    settings = Settings(root=root)
+    pairs = table(root, "qa_pairs")
+    rejected, edited, approved = pairs[0]["qa_id"], pairs[1]["qa_id"], pairs[2]["qa_id"]
+    decisions = write_decisions(tmp_path / "decisions.json", [
+        {"qa_id": rejected, "decision": "reject", "reviewer": "kim"},
+        {"qa_id": edited, "decision": "edit", "question": "Edited question about HIC15?", "answer": "412.6", "reviewer": "kim"},
+        {"qa_id": approved, "decision": "approve", "reviewer": "lee"},
+        {"qa_id": "0000000000000000", "decision": "reject", "reviewer": "kim"},
+    ])
+    report = apply_decisions_file(decisions, root)
+    assert report.decisions == 4 and report.applied == 3
+    assert report.unknown_qa_ids == ["0000000000000000"]  # reported, and kept in the review table
+    assert set(load_decisions(root)) == {rejected, edited, approved, "0000000000000000"}
+
+    def check():
+        now = {p["qa_id"]: p for p in table(root, "qa_pairs")}
+        assert rejected not in now
+        assert now[edited]["question"] == "Edited question about HIC15?" and now[edited]["review_decision"] == "edit"
+        assert now[edited]["generated_question"] == pairs[1]["generated_question"]
+        assert now[edited]["status"] == "approved" and now[approved]["reviewer"] == "lee"
+
+    check()
+    run_qa(settings)  # a later build regenerates the same pairs: the decisions still apply
+    check()
+
+
+def test_bad_decisions_files_are_reported(root, tmp_path):
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ReviewFileError, match="broken.json: not JSON"):
+        apply_decisions_file(tmp_path / "broken.json", root)
+    (tmp_path / "wrong.json").write_text(json.dumps({"decisions": [{"qa_id": "x", "decision": "maybe"}]}))
+    with pytest.raises(ReviewFileError, match="wrong.json: not a ragprep decisions file"):
+        apply_decisions_file(tmp_path / "wrong.json", root)
+    with pytest.raises(ReviewFileError, match="no such file"):
+        apply_decisions_file(tmp_path / "missing.json", root)
+
+
+def test_failed_generation_is_recorded_and_retried(root):
+    with FakeLLMServer() as server:
+        server.responder = lambda body, api: "I cannot help with that."
+        settings = Settings(root=root, llm_provider="openai", llm_model="m", llm_base_url=server.openai_base_url)
+        report = run_qa(settings)
+        n_chunks = len(table(root, "chunks"))
+        failures = table(root, "qa_failures")
+        assert len(failures) == n_chunks and all(f["reason"].startswith("invalid_output") for f in failures)
+        assert report.flags["generation_failed"] == n_chunks
+        calls = server.request_count
+        server.responder = lambda body, api: json.dumps({"pairs": [{"question": "What is the HIC15 of the Driver in frontal.pptx?", "answer": "412.6", "question_type": "numeric", "target_modality": "table"}]})
+        run_qa(settings)
+        assert server.request_count > calls, "failed chunks are retried on the next run"
+        assert table(root, "qa_failures") == []
+        assert all(p["provider"] == "openai" and p["prompt"] == "generate_qa@1" for p in table(root, "qa_pairs"))
