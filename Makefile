@@ -6,7 +6,7 @@ ROOT ?= ragprep-data
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: demo test bench system-deps sample-docs clean
+.PHONY: demo test bench system-deps test-deps sample-docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,12 +17,15 @@ $(VENV)/.installed: pyproject.toml
 system-deps:
 	@deploy/install-system-deps.sh
 
+test-deps:
+	@deploy/install-system-deps.sh --browser
+
 ## The whole pipeline over sample_docs/ on the embedded defaults (no keys, no network).
 demo: $(VENV)/.installed system-deps
 	$(VENV)/bin/ragprep run sample_docs --root $(ROOT)
 
 ## The test suite (installs what it needs; starts its own Prefect server on loopback).
-test: $(VENV)/.installed system-deps
+test: $(VENV)/.installed test-deps
 	$(PY) -m pytest
 
 ## Benchmarks: ratios against baselines and peers measured in the same run.

@@ -2,8 +2,12 @@
 # Installs the Debian packages ragprep uses (Tesseract with Korean and English models)
 # when they are missing and we are root; otherwise prints the exact command and carries
 # on: ragprep then runs with OCR marked unavailable on every row that needed it.
+# With --browser it also installs Debian's chromium for the review report's browser test.
 set -u
 missing=()
+if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ]; then
+  missing+=(chromium)
+fi
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
 if command -v tesseract >/dev/null 2>&1; then
   langs=$(tesseract --list-langs 2>/dev/null)
@@ -21,6 +25,6 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     || { echo "apt-get failed (see /tmp/ragprep-apt.log); OCR will be marked unavailable"; exit 0; }
 else
   echo "OCR needs: sudo apt-get update && sudo $cmd"
-  echo "continuing without it: OCR will be marked unavailable"
+  echo "continuing without it: OCR will be marked unavailable (and browser tests skipped)"
 fi
 exit 0
