@@ -37,7 +37,6 @@ import base64
 import hashlib
 import io
 import json
-import shutil
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -377,10 +376,7 @@ def write_review_report(root: Path, out: Path | None = None) -> Path:
         review_dir = root / "review"
         out = review_dir / f"report-{data['build']}.html"
         _write(out, html)
-        latest = review_dir / "latest.html"
-        tmp = review_dir / ".latest.html.tmp"
-        shutil.copyfile(out, tmp)
-        tmp.replace(latest)
+        _write(review_dir / "latest.html", html)  # a copy, replaced atomically
         return out
     out = Path(out)
     _write(out, html)

@@ -302,6 +302,7 @@ def test_report_in_headless_chromium(review_root, report, tmp_path):
             assert page.locator("#decision-count").get_attribute("data-count") == "3"
 
             shot = tmp_path / "review-report.png"
+            page.evaluate("window.scrollTo(0, 0)")  # the sticky header then sits at the top of a full-page shot
             page.screenshot(path=str(shot), full_page=True)
             assert page.evaluate("typeof window.__pwned") == "undefined"
             assert not errors, errors

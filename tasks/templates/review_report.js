@@ -27,6 +27,9 @@
   var pairsById = new Map();
   DATA.pairs.forEach(function (p) { pairsById.set(p.qa_id, p); });
 
+  function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined; }
+  function flagHelp(f) { return own(FLAG_HELP, f) || ""; }
+
   // ---------- DOM helpers (text only) ----------
   function text(s) { return document.createTextNode(s == null ? "" : String(s)); }
 
@@ -233,7 +236,7 @@
       var saved = raw ? JSON.parse(raw) : {};
       Object.keys(saved).forEach(function (id) {
         var d = saved[id];
-        if (pairsById.has(id) && d && DECISION_TEXT.hasOwnProperty(d.decision)) { decisions.set(id, d); }
+        if (pairsById.has(id) && d && own(DECISION_TEXT, d.decision)) { decisions.set(id, d); }
       });
       var name = window.localStorage.getItem(REVIEWER_KEY);
       if (name) { document.getElementById("reviewer").value = name; }
@@ -315,7 +318,7 @@
   }
 
   function buildCard(pair) {
-    var chunk = DATA.chunks[pair.chunk_id] || null;
+    var chunk = own(DATA.chunks, pair.chunk_id) || null;
     var refs = {};
     var card = el("article", {
       "class": "qa",
@@ -327,7 +330,7 @@
     });
 
     var head = el("div", { "class": "qa-head" });
-    pair.flags.forEach(function (f) { head.appendChild(el("span", { "class": "badge flag", "data-flag": f, title: FLAG_HELP[f] || f }, f)); });
+    pair.flags.forEach(function (f) { head.appendChild(el("span", { "class": "badge flag", "data-flag": f, title: flagHelp(f) || f }, f)); });
     head.appendChild(el("span", { "class": "badge status-" + pair.status, title: "status in the qa_pairs table" }, pair.status));
     head.appendChild(el("span", { "class": "badge", title: "question type \u00b7 target modality \u00b7 language" },
       pair.question_type + " \u00b7 " + pair.target_modality + " \u00b7 " + pair.language));
@@ -357,7 +360,7 @@
     var n = Math.max(pair.flags.length, pair.flag_reasons.length);
     for (var i = 0; i < n; i++) {
       reasons.appendChild(el("li", { "class": "reason" },
-        el("span", { "class": "code" }, pair.flags[i] || "(flag)"), pair.flag_reasons[i] || FLAG_HELP[pair.flags[i]] || ""));
+        el("span", { "class": "code" }, pair.flags[i] || "(flag)"), pair.flag_reasons[i] || flagHelp(pair.flags[i]) || ""));
     }
     main.appendChild(reasons);
 
@@ -402,7 +405,7 @@
     var aside = el("aside", { "class": "source" });
     aside.appendChild(el("div", { "class": "source-file", title: pair.source_path }, pair.file_name));
     aside.appendChild(el("div", { "class": "source-where" }, unitText(pair, chunk)));
-    var thumb = pair.thumb ? DATA.thumbs[pair.thumb] : null;
+    var thumb = pair.thumb ? own(DATA.thumbs, pair.thumb) || null : null;
     if (thumb && SAFE_IMAGE.test(thumb.src)) {
       var fig = el("figure", { "class": "thumb", "data-kind": thumb.kind, title: "click to enlarge" },
         el("img", { src: thumb.src, alt: thumb.caption }), el("figcaption", null, thumb.caption));
@@ -501,7 +504,7 @@
       if (!list.length) { return; }
       var section = el("section", { "class": "flag-group", "data-flag": f },
         el("h2", null, f + " ", el("span", { "class": "muted" },
-          "(" + list.length + ")" + (FLAG_HELP[f] ? " \u2014 " + FLAG_HELP[f] : ""))));
+          "(" + list.length + ")" + (flagHelp(f) ? " \u2014 " + flagHelp(f) : ""))));
       list.forEach(function (pair) { section.appendChild(cards.get(pair.qa_id).node); });
       sections.push(section);
     });
@@ -509,7 +512,9 @@
     var count = document.getElementById("visible-count");
     count.textContent = visible + " of " + DATA.pairs.length + " flagged pairs shown";
     count.setAttribute("data-visible", String(visible));
-    document.getElementById("empty").hidden = visible > 0;
+    var empty = document.getElementById("empty");
+    empty.hidden = visible > 0;
+    if (!DATA.pairs.length) { empty.textContent = "No flagged pairs in this build: nothing to review."; }
   }
 
   // ---------- header: summary, filters ----------
@@ -524,7 +529,7 @@
     headRow.appendChild(el("th", null, "total"));
     var tbody = el("tbody");
     c.by_flag.forEach(function (row) {
-      var tr = el("tr", { "data-flag": row.flag }, el("td", { title: FLAG_HELP[row.flag] || "" }, row.flag));
+      var tr = el("tr", { "data-flag": row.flag }, el("td", { title: flagHelp(row.flag) || "" }, row.flag));
       c.statuses.forEach(function (s) { tr.appendChild(el("td", null, String(row[s] || 0))); });
       tr.appendChild(el("td", null, String(row.total)));
       tbody.appendChild(tr);
