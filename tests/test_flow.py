@@ -100,8 +100,12 @@ def test_pipeline_flow_publishes_stage_artifacts(prefect_server, tmp_path):
     shutil.copy(SAMPLE_DOCS / "crash_report_side_pole.pptx", tmp_path / "in")
     state = pipeline_flow(paths=[str(tmp_path / "in")], root=str(tmp_path / "out"), ocr=False, return_state=True)
     summary = state.result()
-    assert [s.stage for s in summary.stages] == ["describe", "correct", "headers"]
+    assert [s.stage for s in summary.stages] == ["describe", "correct", "headers", "qa"]
     [artifact] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "generative-stages"))
     assert "| headers | heuristic | ragprep-rules-1 | heuristic:extract_header@ragprep-rules-1 | 1 | 0 |" in artifact.data
+    [review] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "qa-review"))
+    assert "QA pairs** (heuristic, ragprep-rules-1)" in review.data
+    assert str(tmp_path / "out" / "review" / "report-") in review.data
+    assert (tmp_path / "out" / "review" / "latest.html").is_file()
     [header] = read(tmp_path / "out", "headers")
     assert {f["name"]: f["value"] for f in header["fields"]}["Stage"] == "Pilot Production"
