@@ -108,3 +108,28 @@ def test_privacy_guard_stops_a_stage_with_a_clear_message(demo_root, prefect_ser
     proc = subprocess.run([RAGPREP, "correct", "--root", str(root)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2
     assert "privacy guard" in proc.stderr and "api.openai.com" in proc.stderr and "RAGPREP_LLM_ALLOWED_HOSTS" in proc.stderr
+
+
+def test_review_report_and_apply_from_the_command_line(demo_root, prefect_server, tmp_path):
+    root, proc = demo_root
+    assert (root / "review" / "latest.html").is_file(), "ragprep run writes the review report"
+    out = ragprep("review", "report", "--root", str(root), "--out", str(tmp_path / "r.html"), api_url=prefect_server)
+    assert out.returncode == 0 and f"review report: {tmp_path / 'r.html'}" in out.stdout
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    pairs = json.loads(ragprep("sql", "select qa_id from qa_pairs order by qa_id limit 2", "--root", str(root),
+                               "--format", "json", api_url=prefect_server).stdout)
+    decisions = tmp_path / "decisions.json"
+    decisions.write_text(json.dumps({"format": "ragprep-review-decisions/1", "decisions": [
+        {"qa_id": pairs[0]["qa_id"], "decision": "reject", "reviewer": "kim"},
+        {"qa_id": "ffffffffffffffff", "decision": "approve"},
+    ]}))
+    applied = ragprep("review", "apply", str(decisions), "--root", str(root), api_url=prefect_server)
+    assert applied.returncode == 0, applied.stderr
+    assert "2 decisions" in applied.stdout and "1 applied" in applied.stdout
+    assert "1 decision(s) name QA pairs that do not exist now" in applied.stdout and "ffffffffffffffff" in applied.stdout
+    left = json.loads(ragprep("sql", f"select count(*) as n from qa_pairs where qa_id = '{pairs[0]['qa_id']}'", "--root",
+                              str(root), "--format", "json", api_url=prefect_server).stdout)
+    assert left == [{"n": 0}]
+    decisions.write_text("{broken")
+    bad = ragprep("review", "apply", str(decisions), "--root", str(root), api_url=prefect_server)
+    assert bad.returncode == 2 and "not JSON" in bad.stderr
