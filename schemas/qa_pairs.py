@@ -79,3 +79,20 @@ QA_PAIRS_SCHEMA = pa.schema(
         pa.field("prompt_sha256", pa.string()),
     ]
 )
+
+
+class QaFailureRow(BaseModel):
+    """``qa_failures``: a chunk whose generation failed this run; it is retried on the next."""
+
+    chunk_id: str
+    source_path: str
+    reason: str
+
+
+QA_FAILURES_SCHEMA = pa.schema(
+    [
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("source_path", pa.string(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+    ]
+)

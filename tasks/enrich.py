@@ -8,8 +8,6 @@ atomically. A stage never fails for a bad reply: the item is flagged and keeps i
 from __future__ import annotations
 
 import asyncio
-
-import pyarrow as pa
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +27,7 @@ from tasks.describe import DESCRIBED_KINDS, attach_descriptions, describe_elemen
 from tasks.headers import apply_headers, extract_headers
 from tasks.qa import build_qa_pairs, generate_pairs
 from tasks.review import load_decisions
-from schemas.qa_pairs import QA_PAIRS_SCHEMA
+from schemas.qa_pairs import QA_FAILURES_SCHEMA, QA_PAIRS_SCHEMA
 
 Progress = Callable[[int, int], None]
 
@@ -75,6 +73,19 @@ def _counter(total: int, progress: Progress | None) -> Callable[[object], None]:
     return tick
 
 
+def _with_generator(settings: Settings, role: str, layout: Layout, meter: UsageMeter, step):
+    """Run ``step(generator)`` in a fresh event loop; return (its result, the generator)."""
+
+    async def go():
+        generator = Generator(settings, role, cache_dir=layout.root / "cache" / "llm", meter=meter)
+        try:
+            return await step(generator), generator
+        finally:
+            await generator.aclose()
+
+    return asyncio.run(go())
+
+
 def _report(stage: str, generator: Generator, prompt_ref: str, items: int, flags: list[str], meter: UsageMeter) -> StageReport:
     return StageReport(
         stage=stage,
@@ -96,14 +107,10 @@ def run_describe(settings: Settings, progress: Progress | None = None) -> StageR
     meter = UsageMeter(prices=settings.llm_prices)
     targets = sum(e.kind in DESCRIBED_KINDS for e in elements)
 
-    async def go() -> tuple[list[ElementRow], Generator]:
-        generator = Generator(settings, "vlm", cache_dir=layout.root / "cache" / "llm", meter=meter)
-        try:
-            return await describe_elements(elements, layout.root, generator, prompt, _counter(targets, progress)), generator
-        finally:
-            await generator.aclose()
-
-    described, generator = asyncio.run(go())
+    described, generator = _with_generator(
+        settings, "vlm", layout, meter,
+        lambda g: describe_elements(elements, layout.root, g, prompt, _counter(targets, progress)),
+    )
     atomic_write_parquet(rows_to_table(described, ELEMENTS_SCHEMA), layout.table_path("elements"))
     atomic_write_parquet(rows_to_table(attach_descriptions(chunks, described), CHUNKS_SCHEMA), layout.table_path("chunks"))
     flags = [e.vlm_flag for e in described if e.vlm_flag]
@@ -116,14 +123,9 @@ def run_correct(settings: Settings, progress: Progress | None = None) -> StageRe
     prompt = load_prompt("correct_slide")
     meter = UsageMeter(prices=settings.llm_prices)
 
-    async def go() -> tuple[list[ChunkRow], Generator]:
-        generator = Generator(settings, "llm", cache_dir=layout.root / "cache" / "llm", meter=meter)
-        try:
-            return await correct_chunks(chunks, generator, prompt, _counter(len(chunks), progress)), generator
-        finally:
-            await generator.aclose()
-
-    corrected, generator = asyncio.run(go())
+    corrected, generator = _with_generator(
+        settings, "llm", layout, meter, lambda g: correct_chunks(chunks, g, prompt, _counter(len(chunks), progress))
+    )
     atomic_write_parquet(rows_to_table(apply_headers(corrected, _existing_headers(layout)), CHUNKS_SCHEMA), layout.table_path("chunks"))
     flags = [f for c in corrected for f in c.correction_flags]
     return _report("correct", generator, prompt.ref, sum(c.unit == "slide" for c in corrected), flags, meter)
@@ -141,33 +143,16 @@ def run_headers(settings: Settings, progress: Progress | None = None) -> StageRe
     prompt = load_prompt("extract_header")
     meter = UsageMeter(prices=settings.llm_prices)
 
-    async def go() -> tuple[list[HeaderRow], Generator]:
-        generator = Generator(settings, "llm", cache_dir=layout.root / "cache" / "llm", meter=meter)
-        try:
-            rows = await extract_headers(documents, chunks, settings.header_fields, settings.header_slides, generator, prompt)
-            return rows, generator
-        finally:
-            await generator.aclose()
-
-    headers, generator = asyncio.run(go())
+    headers, generator = _with_generator(
+        settings, "llm", layout, meter,
+        lambda g: extract_headers(documents, chunks, settings.header_fields, settings.header_slides, g, prompt),
+    )
     if progress:
         progress(len(headers), len(headers))
     atomic_write_parquet(rows_to_table(headers, HEADERS_SCHEMA), layout.table_path("headers"))
     atomic_write_parquet(rows_to_table(apply_headers(chunks, headers), CHUNKS_SCHEMA), layout.table_path("chunks"))
     flags = [h.flag for h in headers if h.flag] + [f"missing_field: {m}" for h in headers for m in h.missing]
     return _report("headers", generator, prompt.ref, len(headers), flags, meter)
-
-
-class QaFailureRow(BaseModel):
-    chunk_id: str
-    source_path: str
-    reason: str
-
-
-QA_FAILURES_SCHEMA = pa.schema(
-    [pa.field("chunk_id", pa.string(), nullable=False), pa.field("source_path", pa.string(), nullable=False),
-     pa.field("reason", pa.string(), nullable=False)]
-)
 
 
 def run_qa(settings: Settings, progress: Progress | None = None) -> StageReport:
@@ -178,19 +163,13 @@ def run_qa(settings: Settings, progress: Progress | None = None) -> StageReport:
     prompt = load_prompt("generate_qa")
     meter = UsageMeter(prices=settings.llm_prices)
 
-    async def go():
-        generator = Generator(settings, "llm", cache_dir=layout.root / "cache" / "llm", meter=meter)
-        try:
-            return await generate_pairs(chunks, elements, settings, generator, prompt, _counter(len(chunks), progress)), generator
-        finally:
-            await generator.aclose()
-
-    (pairs, failures), generator = asyncio.run(go())
+    (pairs, failures), generator = _with_generator(
+        settings, "llm", layout, meter,
+        lambda g: generate_pairs(chunks, elements, settings, g, prompt, _counter(len(chunks), progress)),
+    )
     final = build_qa_pairs(pairs, chunks, settings, load_decisions(layout.root))
     atomic_write_parquet(rows_to_table(final, QA_PAIRS_SCHEMA), layout.table_path("qa_pairs"))
-    atomic_write_parquet(
-        rows_to_table([QaFailureRow(**f.model_dump()) for f in failures], QA_FAILURES_SCHEMA), layout.table_path("qa_failures")
-    )
+    atomic_write_parquet(rows_to_table(failures, QA_FAILURES_SCHEMA), layout.table_path("qa_failures"))
     flags = [code for p in final for code in p.flags] + [f"generation_failed: {f.reason}" for f in failures]
     return _report("qa", generator, prompt.ref, len(final), flags, meter)
 

@@ -22,7 +22,7 @@ from ragprep.providers.generator import Generator
 from ragprep.settings import Settings
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
-from schemas.qa_pairs import QaPairRow
+from schemas.qa_pairs import QaFailureRow, QaPairRow
 from tasks.qa_flags import duplicate_flags, language_of, pair_flags
 from tasks.review import apply_review
 
@@ -39,12 +39,6 @@ class GeneratedPair(BaseModel):
 
 class GeneratedPairs(BaseModel):
     pairs: list[GeneratedPair] = Field(default_factory=list)
-
-
-class QaFailure(BaseModel):
-    chunk_id: str
-    source_path: str
-    reason: str
 
 
 def pairs_wanted(chunk: ChunkRow, settings: Settings) -> int:
@@ -67,7 +61,7 @@ def chunk_view(chunk: ChunkRow, elements: dict[str, ElementRow]) -> heuristic_qa
 
 async def generate_for_chunk(
     chunk: ChunkRow, elements: dict[str, ElementRow], settings: Settings, generator: Generator, prompt: PromptTemplate
-) -> tuple[list[QaPairRow], QaFailure | None]:
+) -> tuple[list[QaPairRow], QaFailureRow | None]:
     view = chunk_view(chunk, elements)
     n = pairs_wanted(chunk, settings)
     modalities = sorted({m for m, present in (("table", view.tables), ("chart", view.charts), ("image", view.pictures)) if present})
@@ -80,7 +74,7 @@ async def generate_for_chunk(
         output_model=GeneratedPairs,
     )
     if generation.data is None:
-        return [], QaFailure(chunk_id=chunk.chunk_id, source_path=chunk.source_path, reason=generation.flag or "no output")
+        return [], QaFailureRow(chunk_id=chunk.chunk_id, source_path=chunk.source_path, reason=generation.flag or "no output")
     evidence_by_modality = {"table": view.tables, "chart": view.charts, "image": view.pictures}
     rows: list[QaPairRow] = []
     for raw in generation.data["pairs"]:
@@ -140,14 +134,14 @@ async def generate_pairs(
     generator: Generator,
     prompt: PromptTemplate,
     on_done: Callable[[object], None] | None = None,
-) -> tuple[list[QaPairRow], list[QaFailure]]:
+) -> tuple[list[QaPairRow], list[QaFailureRow]]:
     by_id = {e.element_id: e for e in elements}
 
     async def run(chunk: ChunkRow):
         try:
             result = await generate_for_chunk(chunk, by_id, settings, generator, prompt)
         except Exception as exc:  # one chunk's bug must not abort the run
-            result = ([], QaFailure(chunk_id=chunk.chunk_id, source_path=chunk.source_path, reason=f"{type(exc).__name__}: {exc}"))
+            result = ([], QaFailureRow(chunk_id=chunk.chunk_id, source_path=chunk.source_path, reason=f"{type(exc).__name__}: {exc}"))
         if on_done:
             on_done(chunk)
         return result
