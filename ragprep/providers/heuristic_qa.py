@@ -43,8 +43,37 @@ _NUMBERED_RE = re.compile(r"^\s*(?:\d+[.)]|-)\s+(?P<text>.{8,})$")
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
 
 
-def _ko(view: ChunkView) -> bool:
-    return view.language == "ko"
+TEMPLATES: dict[str, dict[str, str]] = {
+    "en": {
+        "table_cell": 'In the table "{title}" of {doc}, what is the {column} value for {row}?',
+        "table_compare": 'In the table "{title}" of {doc}, which is higher for {row}: {a} or {b}?',
+        "chart_peak_value": 'In the chart "{chart}" of {doc}, what is the peak value of {series}?',
+        "chart_peak_at": 'In the chart "{chart}" of {doc}, at which point does {series} reach its peak?',
+        "chart_value": 'In the chart "{chart}" of {doc}, what is {series} at {category}?',
+        "picture_text": 'What text is printed on the picture in "{title}" of {doc}?',
+        "key_value": 'According to "{title}" in {doc}, what is the {key}?',
+        "definition": "According to {doc}, what is {term}?",
+        "causal": 'According to "{title}" in {doc}, what explains the statement beginning "{start}"?',
+        "step": 'What is one of the numbered steps listed under "{title}" in {doc}?',
+    },
+    "ko": {
+        "table_cell": "{doc}의 '{title}' 표에서 {row}의 {column} 값은 무엇인가요?",
+        "table_compare": "{doc}의 '{title}' 표에서 {row}은(는) {a}와 {b} 중 어느 쪽이 더 큰가요?",
+        "chart_peak_value": "{doc}의 '{chart}' 차트에서 {series}의 최댓값은 얼마인가요?",
+        "chart_peak_at": "{doc}의 '{chart}' 차트에서 {series}는 어느 지점에서 최대인가요?",
+        "chart_value": "{doc}의 '{chart}' 차트에서 {category}일 때 {series} 값은 얼마인가요?",
+        "picture_text": "{doc}의 '{title}' 그림에 적힌 문구 중 하나는 무엇인가요?",
+        "key_value": "{doc}의 '{title}'에 따르면 {key}은(는) 무엇인가요?",
+        "step": "{doc}의 '{title}'에 나열된 단계 중 하나는 무엇인가요?",
+    },
+}
+"""Question templates per chunk language; definitional and causal rules are English-only."""
+
+
+def _ask(view: ChunkView, template: str, **values: str) -> str | None:
+    """A question in the chunk's language, or None when that language has no such template."""
+    pattern = TEMPLATES.get(view.language, TEMPLATES["en"]).get(template)
+    return pattern.format(doc=view.document, title=view.title, **values) if pattern else None
 
 
 def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
@@ -66,19 +95,13 @@ def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
                 value, name = row[col], header[col]
                 if not value or not name or name == label:
                     continue
-                if _ko(view):
-                    q = f"{view.document}의 '{view.title}' 표에서 {label}의 {name} 값은 무엇인가요?"
-                else:
-                    q = f"In the table \"{view.title}\" of {view.document}, what is the {name} value for {label}?"
+                q = _ask(view, "table_cell", column=name, row=label)
                 yield Candidate(q, value, "numeric" if _number(value) is not None else "factual", "table", element_id)
             if len(numeric_cols) >= 2:
                 (ia, va), (ib, vb) = numeric_cols[0], numeric_cols[1]
                 if va != vb and header[ia] != header[ib]:
                     higher = header[ia] if va > vb else header[ib]
-                    if _ko(view):
-                        q = f"{view.document}의 '{view.title}' 표에서 {label}은(는) {header[ia]}와 {header[ib]} 중 어느 쪽이 더 큰가요?"
-                    else:
-                        q = f"In the table \"{view.title}\" of {view.document}, which is higher for {label}: {header[ia]} or {header[ib]}?"
+                    q = _ask(view, "table_compare", row=label, a=header[ia], b=header[ib])
                     yield Candidate(q, higher, "comparative", "table", element_id)
 
 
@@ -95,17 +118,10 @@ def _chart_candidates(view: ChunkView) -> Iterator[Candidate]:
             if not points:
                 continue
             peak_category, peak_value = max(points, key=lambda p: _number(p[1]))
-            if _ko(view):
-                yield Candidate(f"{view.document}의 '{name}' 차트에서 {series}의 최댓값은 얼마인가요?", peak_value, "numeric", "chart", element_id)
-                yield Candidate(f"{view.document}의 '{name}' 차트에서 {series}는 어느 지점에서 최대인가요?", peak_category, "comparative", "chart", element_id)
-            else:
-                yield Candidate(f"In the chart \"{name}\" of {view.document}, what is the peak value of {series}?", peak_value, "numeric", "chart", element_id)
-                yield Candidate(f"In the chart \"{name}\" of {view.document}, at which point does {series} reach its peak?", peak_category, "comparative", "chart", element_id)
+            yield Candidate(_ask(view, "chart_peak_value", chart=name, series=series), peak_value, "numeric", "chart", element_id)
+            yield Candidate(_ask(view, "chart_peak_at", chart=name, series=series), peak_category, "comparative", "chart", element_id)
             for category, value in points[1:3]:
-                if _ko(view):
-                    q = f"{view.document}의 '{name}' 차트에서 {category}일 때 {series} 값은 얼마인가요?"
-                else:
-                    q = f"In the chart \"{name}\" of {view.document}, what is {series} at {category}?"
+                q = _ask(view, "chart_value", chart=name, series=series, category=category)
                 yield Candidate(q, value, "numeric", "chart", element_id)
 
 
@@ -113,11 +129,7 @@ def _picture_candidates(view: ChunkView) -> Iterator[Candidate]:
     for element_id, ocr_text in view.pictures:
         lines = [ln.strip() for ln in ocr_text.splitlines() if len(ln.strip()) >= 4]
         for line in lines[:2]:
-            if _ko(view):
-                q = f"{view.document}의 '{view.title}' 그림에 적힌 문구 중 하나는 무엇인가요?"
-            else:
-                q = f"What text is printed on the picture in \"{view.title}\" of {view.document}?"
-            yield Candidate(q, line, "factual", "image", element_id)
+            yield Candidate(_ask(view, "picture_text"), line, "factual", "image", element_id)
 
 
 def _text_lines(markdown: str) -> Iterator[str]:
@@ -133,10 +145,7 @@ def _text_candidates(view: ChunkView) -> Iterator[Candidate]:
         match = _KV_RE.match(line)
         if match and len(match.group("value")) >= 2:
             key, value = match.group("key").strip(), match.group("value").strip()
-            if _ko(view):
-                q = f"{view.document}의 '{view.title}'에 따르면 {key}은(는) 무엇인가요?"
-            else:
-                q = f"According to \"{view.title}\" in {view.document}, what is the {key}?"
+            q = _ask(view, "key_value", key=key)
             yield Candidate(q, value, "numeric" if _number(value.split()[0]) is not None else "factual", "text")
             continue
         numbered = _NUMBERED_RE.match(line)
@@ -145,18 +154,13 @@ def _text_candidates(view: ChunkView) -> Iterator[Candidate]:
             if len(sentence) < 25 or len(sentence) > 400:
                 continue
             definition = _DEFINITION_RE.match(sentence)
-            if definition and not _ko(view):
-                term = definition.group("term").strip()
-                yield Candidate(f"According to {view.document}, what is {term}?", sentence, "definitional", "text")
-            elif _CAUSAL_RE.search(sentence) and not _ko(view):
-                subject = " ".join(sentence.split()[:6])
-                yield Candidate(
-                    f"According to \"{view.title}\" in {view.document}, what explains the statement beginning \"{subject}\"?",
-                    sentence, "causal", "text",
-                )
+            if definition and (q := _ask(view, "definition", term=definition.group("term").strip())):
+                yield Candidate(q, sentence, "definitional", "text")
+            elif _CAUSAL_RE.search(sentence) and (q := _ask(view, "causal", start=" ".join(sentence.split()[:6]))):
+                yield Candidate(q, sentence, "causal", "text")
         if numbered and re.match(r"^\s*\d", line):
             step = numbered.group("text").strip()
-            yield Candidate(f"What is one of the numbered steps listed under \"{view.title}\" in {view.document}?", step, "procedural", "text")
+            yield Candidate(_ask(view, "step"), step, "procedural", "text")
 
 
 def generate(view: ChunkView, n: int) -> list[Candidate]:
