@@ -1,6 +1,7 @@
 """``ragprep run``: every implemented stage in order.
 
-ingest (discover, extract + OCR, chunk) -> describe -> correct -> headers -> qa (+ review report).
+ingest (discover, extract + OCR, chunk) -> describe -> correct -> headers -> qa (+ review report)
+-> dataset (splits, version, quality gate, publish).
 Describe runs before correct because a slide's correction reads its image descriptions.
 """
 
@@ -10,21 +11,26 @@ from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel
 
+from flows.dataset import run_dataset
 from flows.enrich import run_generative_stages
 from flows.ingest import IngestSummary, build_settings, ingest_documents
 from ragprep.settings import Settings
+from tasks.dataset import BuildResult
 from tasks.enrich import StageReport
 
 
 class PipelineSummary(BaseModel):
     ingest: IngestSummary
     stages: list[StageReport]
+    dataset: BuildResult | None = None
 
 
 def run_all(paths: list[str], settings: Settings) -> PipelineSummary:
     ingest = ingest_documents(paths, settings)
-    stages = run_generative_stages(settings) if ingest.run.n_ok + ingest.run.n_partial else []
-    return PipelineSummary(ingest=ingest, stages=stages)
+    if not ingest.run.n_ok + ingest.run.n_partial:
+        return PipelineSummary(ingest=ingest, stages=[])
+    stages = run_generative_stages(settings)
+    return PipelineSummary(ingest=ingest, stages=stages, dataset=run_dataset(settings))
 
 
 @flow(name="ragprep-run", task_runner=ThreadPoolTaskRunner(max_workers=16), validate_parameters=True)
@@ -34,7 +40,7 @@ def pipeline_flow(
     workers: int | None = None,
     ocr: bool | None = None,
 ) -> PipelineSummary:
-    """Run every stage: ingest, describe, correct, headers, qa (with its review report).
+    """Run every stage: ingest, describe, correct, headers, qa (with its review report), dataset.
 
     Args:
         paths: Files or folders holding .pptx and .pdf documents.

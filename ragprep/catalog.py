@@ -10,6 +10,8 @@ from decimal import Decimal
 
 import duckdb
 
+from pathlib import Path
+
 from ragprep.storage import Layout
 
 QUERYABLE_TABLES = ("documents", "elements", "chunks", "headers", "qa_pairs", "qa_failures", "runs")
@@ -19,21 +21,46 @@ class CatalogError(Exception):
     """A query that cannot run; the message says why and what to do."""
 
 
-def connect(layout: Layout) -> duckdb.DuckDBPyConnection:
+def _quote(path: Path | str) -> str:
+    return str(path).replace("'", "''")
+
+
+def connect(layout: Layout, version: str | None = None) -> duckdb.DuckDBPyConnection:
+    """One view per table: over a dataset version (the latest published one unless
+    ``version`` names another; tables carry a ``split`` column there), or over the working
+    tables of the last run when no version has been published yet."""
+    versions = layout.root / "datasets"
+    chosen = version or _latest(versions)
+    con = duckdb.connect(":memory:")
+    if chosen is not None:
+        folder = next((f for f in (versions / "versions" / chosen, versions / "rejected" / chosen) if f.exists()), None)
+        if folder is None:
+            raise CatalogError(f"dataset version {chosen} not found under {versions}; `ragprep versions` lists them")
+        for table_dir in sorted(p for p in folder.iterdir() if p.is_dir() and any(p.glob("*.parquet"))):
+            con.execute(
+                f"CREATE VIEW {table_dir.name} AS SELECT * FROM read_parquet('{_quote(table_dir)}/*.parquet', union_by_name=true)"
+            )
+        for name in ("runs", "qa_failures"):
+            if layout.table_path(name).exists():
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(layout.table_path(name))}')")
+        return con
     present = [name for name in QUERYABLE_TABLES if layout.table_path(name).exists()]
     if not present:
         raise CatalogError(
             f"no tables under {layout.tables_dir}; run `ragprep run PATHS --root {layout.root}` first"
         )
-    con = duckdb.connect(":memory:")
     for name in present:
-        path = str(layout.table_path(name)).replace("'", "''")
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}')")
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(layout.table_path(name))}')")
     return con
 
 
-def run_query(layout: Layout, query: str) -> tuple[list[str], list[tuple]]:
-    con = connect(layout)
+def _latest(versions: Path) -> str | None:
+    pointer = versions / "LATEST"
+    return (pointer.read_text().strip() or None) if pointer.exists() else None
+
+
+def run_query(layout: Layout, query: str, version: str | None = None) -> tuple[list[str], list[tuple]]:
+    con = connect(layout, version)
     try:
         result = con.execute(query)
     except duckdb.Error as exc:

@@ -146,6 +146,14 @@ def _print_outputs(settings: Settings) -> None:
     console.print(f'query:  ragprep sql "select title, token_count from chunks limit 5" --root {settings.root}')
 
 
+def _print_build(result) -> None:
+    if result.published:
+        state = "published (LATEST)" if result.created else "already published"
+    else:
+        state = "REJECTED by the quality gate: " + "; ".join(result.failed_expectations)
+    console.print(f"dataset version {result.version_id}: {state}; {result.path}")
+
+
 def _check_ingest(summary, paths: list[Path]) -> None:
     if summary.run.n_documents == 0:
         err.print(f"[red]no documents found[/red] under {', '.join(map(str, paths))} (supported: .pptx, .pdf)")
@@ -162,7 +170,7 @@ OcrOption = Annotated[Optional[bool], typer.Option("--ocr/--no-ocr", help="Run T
 
 @app.command()
 def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
-    """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers.
+    """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers, qa, dataset.
 
     Exits 1 only when no document was found or every document failed.
     """
@@ -177,6 +185,8 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
     )
     _print_ingest(summary.ingest)
     _print_stages(summary.stages)
+    if summary.dataset is not None:
+        _print_build(summary.dataset)
     _print_outputs(settings)
     _check_ingest(summary.ingest, paths)
 
@@ -266,15 +276,81 @@ def review_apply(
 
 
 @app.command()
-def sql(
-    query: Annotated[str, typer.Argument(help="DuckDB SQL over the tables documents, elements, chunks, runs.")],
+def dataset(root: RootOption = None) -> None:
+    """Split into train/val/test, build a versioned dataset and publish it if the quality gate passes.
+
+    Exits 1 when the new version failed the gate (it is kept under datasets/rejected/).
+    """
+    settings = _settings(root=root)
+    _prepare()
+    from flows.dataset import dataset_flow
+
+    result = _guarded(lambda: dataset_flow(root=str(settings.root)))
+    _print_build(result)
+    if not result.published:
+        raise typer.Exit(1)
+
+
+@app.command()
+def versions(root: RootOption = None) -> None:
+    """List dataset versions (published and rejected) with their row counts."""
+    from tasks.dataset import list_versions
+
+    settings = _settings(root=root)
+    table = Table(title=f"dataset versions under {settings.root}/datasets")
+    for column in ("version", "status", "created", "parent", "chunks (train/val/test)", "qa pairs (train/val/test)"):
+        table.add_column(column)
+
+    def splits(counts: dict | None) -> str:
+        return "-" if not counts else f"{counts.get('total', 0)} ({counts.get('train', 0)}/{counts.get('val', 0)}/{counts.get('test', 0)})"
+
+    infos = list_versions(settings.root)
+    for info in infos:
+        status = info.status + (" [LATEST]" if info.is_latest else "")
+        table.add_row(info.version_id, status, info.created_at[:19], info.parent or "-", splits(info.rows.get("chunks")),
+                      splits(info.rows.get("qa_pairs")))
+    console.print(table)
+    if not infos:
+        console.print("no versions yet: run `ragprep dataset` (or `ragprep run`)")
+
+
+@app.command()
+def diff(
+    old: Annotated[str, typer.Argument(help="Older version id.")],
+    new: Annotated[str, typer.Argument(help="Newer version id.")],
     root: RootOption = None,
-    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
 ) -> None:
-    """Query the tables with DuckDB, e.g. ragprep sql "select status, count(*) from documents group by 1"."""
+    """Rows added, removed and changed per table between two dataset versions."""
+    from tasks.dataset import diff_versions
+
     settings = _settings(root=root)
     try:
-        columns, rows = run_query(Layout(settings.root), query)
+        diffs = diff_versions(settings.root, old, new)
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    table = Table(title=f"{old} -> {new}")
+    for column in ("table", "added", "removed", "changed"):
+        table.add_column(column)
+    for d in diffs:
+        table.add_row(d.table, str(d.added), str(d.removed), str(d.changed))
+    console.print(table)
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="DuckDB SQL over documents, elements, chunks, headers, qa_pairs, runs, ...")],
+    root: RootOption = None,
+    version: Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the latest published).")] = None,
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+) -> None:
+    """Query with DuckDB: the latest dataset version (tables carry a split column), else the last run's tables.
+
+    Example: ragprep sql "select split, count(*) from chunks group by 1"
+    """
+    settings = _settings(root=root)
+    try:
+        columns, rows = run_query(Layout(settings.root), query, version)
     except CatalogError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

@@ -134,6 +134,16 @@ class Settings(BaseSettings):
         description="Report header fields extracted per test report (the paper's third field 'State' is 'Stage' here).",
     )
     header_slides: int = Field(2, ge=1, le=10, description="Slides of a test report read for its header.")
+    # dataset versions
+    split_ratios: dict[str, float] = Field(
+        default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1},
+        description="Split shares; assignment hashes the chunk (or document) id, so an item never changes split.",
+    )
+    split_by: Literal["chunk", "document"] = Field("chunk", description="Unit hashed for the split assignment.")
+    split_share_tolerance: float = Field(
+        0.1, ge=0, le=1, description="Quality gate: each split's share may differ from its ratio by this much."
+    )
+    chunk_token_bounds: tuple[int, int] = Field((1, 4000), description="Quality gate: allowed chunk token counts.")
     # QA generation and flags
     qa_tokens_per_pair: int = Field(70, ge=10, description="One QA pair per this many chunk tokens ...")
     qa_max_per_chunk: int = Field(15, ge=1, description="... capped at this many per chunk.")

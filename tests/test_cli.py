@@ -127,9 +127,29 @@ def test_review_report_and_apply_from_the_command_line(demo_root, prefect_server
     assert applied.returncode == 0, applied.stderr
     assert "2 decisions" in applied.stdout and "1 applied" in applied.stdout
     assert "1 decision(s) name QA pairs that do not exist now" in applied.stdout and "ffffffffffffffff" in applied.stdout
+    rebuilt = ragprep("dataset", "--root", str(root), api_url=prefect_server)  # the next build drops the rejected pair
+    assert rebuilt.returncode == 0 and "published (LATEST)" in rebuilt.stdout
     left = json.loads(ragprep("sql", f"select count(*) as n from qa_pairs where qa_id = '{pairs[0]['qa_id']}'", "--root",
                               str(root), "--format", "json", api_url=prefect_server).stdout)
     assert left == [{"n": 0}]
     decisions.write_text("{broken")
     bad = ragprep("review", "apply", str(decisions), "--root", str(root), api_url=prefect_server)
     assert bad.returncode == 2 and "not JSON" in bad.stderr
+
+
+def test_dataset_versions_and_diff_from_the_command_line(demo_root, prefect_server, tmp_path):
+    root, proc = demo_root
+    assert re.search(r"dataset version ([0-9a-f]{16}): published \(LATEST\)", proc.stdout), proc.stdout[-2000:]
+    first = ragprep("dataset", "--root", str(root), api_url=prefect_server)  # other tests may have changed the tables
+    version = re.search(r"dataset version ([0-9a-f]{16})", first.stdout).group(1)
+    again = ragprep("dataset", "--root", str(root), api_url=prefect_server)
+    assert again.returncode == 0 and f"dataset version {version}: already published" in again.stdout
+    listed = ragprep("versions", "--root", str(root), api_url=prefect_server)
+    assert version in listed.stdout and "[LATEST]" in listed.stdout
+    same = ragprep("diff", version, version, "--root", str(root), api_url=prefect_server)
+    assert same.returncode == 0 and re.search(r"│ chunks\s+│ 0\s+│ 0\s+│ 0", same.stdout)
+    missing = ragprep("diff", version, "0000000000000000", "--root", str(root), api_url=prefect_server)
+    assert missing.returncode == 2 and "not found" in missing.stderr
+    splits = json.loads(ragprep("sql", "select distinct split from chunks order by 1", "--root", str(root), "--version",
+                                version, "--format", "json", api_url=prefect_server).stdout)
+    assert {row["split"] for row in splits} <= {"train", "val", "test"}

@@ -109,3 +109,7 @@ def test_pipeline_flow_publishes_stage_artifacts(prefect_server, tmp_path):
     assert (tmp_path / "out" / "review" / "latest.html").is_file()
     [header] = read(tmp_path / "out", "headers")
     assert {f["name"]: f["value"] for f in header["fields"]}["Stage"] == "Pilot Production"
+    assert summary.dataset.published and summary.dataset.created
+    [gate] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "quality-gate"))
+    assert "quality gate passed, published" in gate.description
+    assert '"result": "pass"' in gate.data and "FAIL" not in gate.data

@@ -1,0 +1,323 @@
+"""dataset: immutable, content-addressed dataset versions with train/val/test splits.
+
+A build takes the current tables, assigns every chunk a split by hashing its id (or its
+document's id) — so an item's split never changes across versions and nightly
+re-ingestion cannot leak a test chunk into train — lets QA pairs follow their chunk,
+keeps only approved QA pairs, and derives the version id from the content, the
+settings and the code version. The version is written to a staging directory and
+renamed into place when complete; the ``LATEST`` pointer moves (under a lock) only when
+the quality gate passes; a version that fails the gate is kept under ``rejected/`` with
+its report.
+
+Layout under ``<root>/datasets``::
+
+    versions/<id>/<table>/<split>.parquet, manifest.json, quality/...
+    rejected/<id>/...                      same, for versions that failed the gate
+    LATEST                                 id of the newest published version
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from ragprep import __version__
+from ragprep.ids import stable_id
+from ragprep.settings import Settings
+from ragprep.storage import Layout, atomic_write_bytes
+
+SPLITS = ("train", "val", "test")
+VERSIONED_TABLES = ("documents", "chunks", "elements", "headers", "qa_pairs")
+ID_COLUMNS = {"documents": "doc_id", "chunks": "chunk_id", "elements": "element_id", "headers": "doc_id", "qa_pairs": "qa_id"}
+
+
+class VersionInfo(BaseModel):
+    version_id: str
+    status: str  # published | rejected
+    created_at: str
+    parent: str | None
+    rows: dict[str, dict[str, int]]
+    gate_passed: bool
+    path: str
+    is_latest: bool = False
+
+
+class BuildResult(BaseModel):
+    version_id: str
+    created: bool
+    published: bool
+    path: str
+    failed_expectations: list[str]
+
+
+def datasets_dir(root: Path) -> Path:
+    return root / "datasets"
+
+
+def split_of(key: str, ratios: dict[str, float]) -> str:
+    """Deterministic split from a hash of the key: the same key always lands in the same split."""
+    total = sum(ratios.values())
+    point = int.from_bytes(hashlib.sha256(f"split:{key}".encode()).digest()[:8], "big") / 2**64 * total
+    cumulative = 0.0
+    for split in SPLITS:
+        cumulative += ratios.get(split, 0.0)
+        if point < cumulative:
+            return split
+    return SPLITS[-1]
+
+
+def _table_digest(table: pa.Table, id_column: str) -> str:
+    rows = sorted(table.to_pylist(), key=lambda r: str(r.get(id_column)))
+    return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
+
+
+def row_digests(table: pa.Table, id_column: str) -> dict[str, str]:
+    return {
+        str(row[id_column]): hashlib.sha256(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
+        for row in table.to_pylist()
+    }
+
+
+def assemble_version_tables(layout: Layout, settings: Settings) -> dict[str, pa.Table]:
+    """The current tables with a ``split`` column where items are split; approved QA pairs only."""
+    tables: dict[str, pa.Table] = {}
+    for name in VERSIONED_TABLES:
+        path = layout.table_path(name)
+        if path.exists():
+            tables[name] = pq.read_table(path)
+    if "chunks" not in tables:
+        raise FileNotFoundError(f"{layout.table_path('chunks')} does not exist; run `ragprep run PATHS --root {layout.root}` first")
+    chunks = tables["chunks"]
+    keys = chunks.column("doc_id" if settings.split_by == "document" else "chunk_id").to_pylist()
+    chunk_split = {cid: split_of(key, settings.split_ratios) for cid, key in zip(chunks.column("chunk_id").to_pylist(), keys)}
+    tables["chunks"] = chunks.append_column("split", pa.array([chunk_split[c] for c in chunks.column("chunk_id").to_pylist()]))
+    if "qa_pairs" in tables:
+        qa = tables["qa_pairs"].filter(pc.equal(tables["qa_pairs"].column("status"), "approved"))
+        tables["qa_pairs"] = qa.append_column("split", pa.array([chunk_split.get(c) for c in qa.column("chunk_id").to_pylist()], pa.string()))
+    if "elements" in tables:
+        element_split: dict[str, str] = {}
+        for cid, members in zip(chunks.column("chunk_id").to_pylist(), chunks.column("element_ids").to_pylist()):
+            for element_id in members:
+                element_split.setdefault(element_id, chunk_split[cid])
+        elements = tables["elements"]
+        tables["elements"] = elements.append_column(
+            "split", pa.array([element_split.get(e) for e in elements.column("element_id").to_pylist()], pa.string())
+        )
+    return tables
+
+
+def version_id_for(tables: dict[str, pa.Table], settings: Settings) -> str:
+    digests = {name: _table_digest(t, ID_COLUMNS[name]) for name, t in sorted(tables.items())}
+    return stable_id("dataset", json.dumps(digests, sort_keys=True), _settings_hash(settings), __version__)
+
+
+def _counts(tables: dict[str, pa.Table]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for name, table in tables.items():
+        if "split" in table.column_names:
+            values = table.column("split").to_pylist()
+            counts[name] = {split: values.count(split) for split in SPLITS} | {"total": table.num_rows}
+        else:
+            counts[name] = {"total": table.num_rows}
+    return counts
+
+
+def _settings_hash(settings: Settings) -> str:
+    relevant = settings.model_dump(mode="json", exclude={"root", "workers", "llm_api_key"})
+    return stable_id("settings", json.dumps(relevant, sort_keys=True, default=str))
+
+
+def _source_documents(tables: dict[str, pa.Table]) -> list[dict[str, str]]:
+    documents = tables.get("documents")
+    if documents is None:
+        return []
+    return sorted(
+        ({"path": r["path"], "sha256": r["content_sha256"]} for r in documents.to_pylist() if r["status"] != "failed"),
+        key=lambda d: d["path"],
+    )
+
+
+def _provenance(tables: dict[str, pa.Table]) -> dict[str, list[str]]:
+    """Prompt id@version and provider/model pairs that produced the generated rows."""
+    columns = {"chunks": ("correct_prompt", "correct_provider", "correct_model"), "qa_pairs": ("prompt", "provider", "model"),
+               "elements": ("vlm_prompt", "vlm_provider", "vlm_model"), "headers": ("prompt", "provider", "model")}
+    prompts: set[str] = set()
+    models: set[str] = set()
+    for name, (prompt, provider, model) in columns.items():
+        table = tables.get(name)
+        if table is None or prompt not in table.column_names:
+            continue
+        prompts.update(p for p in table.column(prompt).to_pylist() if p)
+        models.update(f"{a}/{b}" for a, b in zip(table.column(provider).to_pylist(), table.column(model).to_pylist()) if a)
+    return {"prompts": sorted(prompts), "models": sorted(models)}
+
+
+@contextmanager
+def catalog_lock(root: Path) -> Iterator[None]:
+    """An exclusive lock on the catalog: two builds never move LATEST at once."""
+    base = datasets_dir(root)
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def latest_version(root: Path) -> str | None:
+    pointer = datasets_dir(root) / "LATEST"
+    return pointer.read_text().strip() or None if pointer.exists() else None
+
+
+def _write_split_tables(tables: dict[str, pa.Table], target: Path) -> None:
+    for name, table in tables.items():
+        folder = target / name
+        folder.mkdir(parents=True, exist_ok=True)
+        if "split" in table.column_names:
+            for split in SPLITS:
+                part = table.filter(pc.equal(table.column("split"), split))
+                pq.write_table(part, folder / f"{split}.parquet", compression="zstd")
+            orphans = table.filter(pc.is_null(table.column("split")))
+            if orphans.num_rows:
+                pq.write_table(orphans, folder / "unassigned.parquet", compression="zstd")
+        else:
+            pq.write_table(table, folder / "all.parquet", compression="zstd")
+
+
+def build_version(settings: Settings, gate=None) -> BuildResult:
+    """Build (or find) the dataset version of the current tables and publish it if it passes the gate.
+
+    ``gate(tables, out_dir) -> (passed, failed_expectation_names)``; None means no gate.
+    """
+    layout = Layout(settings.root)
+    tables = assemble_version_tables(layout, settings)
+    version_id = version_id_for(tables, settings)
+    base = datasets_dir(settings.root)
+    published = base / "versions" / version_id
+    rejected = base / "rejected" / version_id
+    for existing, is_published in ((published, True), (rejected, False)):
+        if existing.exists():
+            manifest = json.loads((existing / "manifest.json").read_text())
+            return BuildResult(version_id=version_id, created=False, published=is_published, path=str(existing),
+                               failed_expectations=manifest["validation"]["failed"])
+    base.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=base, prefix=".staging-"))
+    try:
+        _write_split_tables(tables, staging)
+        passed, failed = gate(tables, staging / "quality") if gate else (True, [])
+        with catalog_lock(settings.root):
+            parent = latest_version(settings.root)
+            manifest = {
+                "version_id": version_id,
+                "parent": parent,
+                "created_at": datetime.now(timezone.utc).isoformat(),
+                "source_documents": _source_documents(tables),
+                "settings_hash": _settings_hash(settings),
+                **_provenance(tables),
+                "ragprep_version": __version__,
+                "split_ratios": settings.split_ratios,
+                "split_by": settings.split_by,
+                "rows": _counts(tables),
+                "validation": {"passed": passed, "failed": failed},
+            }
+            (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False, default=str))
+            target = published if passed else rejected
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(staging, target)
+            if passed:
+                atomic_write_bytes(base / "LATEST", version_id.encode())
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return BuildResult(version_id=version_id, created=True, published=passed, path=str(target), failed_expectations=failed)
+
+
+def list_versions(root: Path) -> list[VersionInfo]:
+    base = datasets_dir(root)
+    latest = latest_version(root)
+    out = []
+    for status, folder in (("published", base / "versions"), ("rejected", base / "rejected")):
+        for path in sorted(folder.glob("*")) if folder.exists() else []:
+            manifest_path = path / "manifest.json"
+            if not manifest_path.exists():
+                continue
+            m = json.loads(manifest_path.read_text())
+            out.append(VersionInfo(version_id=m["version_id"], status=status, created_at=m["created_at"], parent=m["parent"],
+                                   rows=m["rows"], gate_passed=m["validation"]["passed"], path=str(path),
+                                   is_latest=m["version_id"] == latest))
+    return sorted(out, key=lambda v: v.created_at)
+
+
+def version_path(root: Path, version_id: str | None) -> Path:
+    """Folder of a version (latest published when None); raises with the fix when absent."""
+    chosen = version_id or latest_version(root)
+    if chosen is None:
+        raise FileNotFoundError(f"no published dataset version under {datasets_dir(root)}; run `ragprep dataset --root {root}`")
+    for folder in (datasets_dir(root) / "versions" / chosen, datasets_dir(root) / "rejected" / chosen):
+        if folder.exists():
+            return folder
+    raise FileNotFoundError(f"dataset version {chosen} not found; `ragprep versions --root {root}` lists them")
+
+
+def read_version_table(folder: Path, name: str) -> pa.Table | None:
+    files = sorted((folder / name).glob("*.parquet")) if (folder / name).exists() else []
+    return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default") if files else None
+
+
+class TableDiff(BaseModel):
+    table: str
+    added: int
+    removed: int
+    changed: int
+    added_ids: list[str]
+    removed_ids: list[str]
+    changed_ids: list[str]
+
+
+def diff_versions(root: Path, old: str, new: str) -> list[TableDiff]:
+    a, b = version_path(root, old), version_path(root, new)
+    out = []
+    for name in VERSIONED_TABLES:
+        ta, tb = read_version_table(a, name), read_version_table(b, name)
+        if ta is None and tb is None:
+            continue
+        da = row_digests(ta, ID_COLUMNS[name]) if ta is not None else {}
+        db = row_digests(tb, ID_COLUMNS[name]) if tb is not None else {}
+        added = sorted(db.keys() - da.keys())
+        removed = sorted(da.keys() - db.keys())
+        changed = sorted(k for k in da.keys() & db.keys() if da[k] != db[k])
+        out.append(TableDiff(table=name, added=len(added), removed=len(removed), changed=len(changed),
+                             added_ids=added[:50], removed_ids=removed[:50], changed_ids=changed[:50]))
+    return out
+
+
+def quality_gate(settings: Settings):
+    """The Great Expectations gate bound to the settings: (gate function, holder of its result)."""
+    from schemas.qa_pairs import FLAG_CODES
+    from tasks.quality import run_quality_gate
+
+    holder: dict = {}
+
+    def gate(tables: dict[str, pa.Table], out_dir: Path) -> tuple[bool, list[str]]:
+        result = run_quality_gate(
+            tables, settings.split_ratios, settings.split_share_tolerance, settings.chunk_token_bounds, out_dir, FLAG_CODES
+        )
+        holder["result"] = result
+        failed = [f"{o.table}: {o.expectation}" + (f" ({o.column})" if o.column else "") for o in result.outcomes if not o.success]
+        return result.passed, failed
+
+    return gate, holder
