@@ -34,7 +34,7 @@ def publish_review(report: StageReport, report_path: str) -> None:
              "| flag | pairs |", "|---|---|"]
     lines += [f"| {code} | {count} |" for code, count in sorted(report.flags.items())] or ["| (none) | 0 |"]
     lines += ["", f"Review report: [{report_path}](file://{report_path})",
-              f"Apply the exported decisions with `ragprep review apply decisions.json --root ...`."]
+              "Apply the exported decisions with `ragprep review apply decisions.json --root ...`."]
     create_markdown_artifact(key="qa-review", markdown="\n".join(lines), description="QA flags and review report")
 
 

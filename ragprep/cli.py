@@ -141,9 +141,13 @@ def _print_stages(reports) -> None:
 
 def _print_outputs(settings: Settings) -> None:
     layout = Layout(settings.root)
-    console.print(f"tables: {layout.tables_dir}/{{documents,elements,chunks,headers,runs}}.parquet")
-    console.print(f"images: {layout.images_dir}")
-    console.print(f'query:  ragprep sql "select title, token_count from chunks limit 5" --root {settings.root}')
+    console.print(f"tables:  {layout.tables_dir}/{{documents,elements,chunks,headers,qa_pairs,runs}}.parquet")
+    console.print(f"images:  {layout.images_dir}")
+    if (layout.root / "review" / "latest.html").exists():
+        console.print(f"review:  {layout.root / 'review' / 'latest.html'} (then: ragprep review apply decisions.json)")
+    if (layout.root / "datasets" / "LATEST").exists():
+        console.print(f"dataset: {layout.root / 'datasets'} (ragprep versions)")
+    console.print(f'query:   ragprep sql "select split, count(*) from chunks group by 1" --root {settings.root}')
 
 
 def _print_build(result) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 from pydantic import RootModel
 

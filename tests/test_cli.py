@@ -36,7 +36,8 @@ def demo_root(prefect_server, tmp_path_factory):
 def test_run_prints_summary_and_plain_progress(demo_root):
     root, proc = demo_root
     assert "6 documents: 6 ok, 0 partial, 0 failed" in proc.stdout
-    assert f"tables: {root}/tables" in proc.stdout
+    assert f"tables:  {root}/tables" in proc.stdout
+    assert f"review:  {root}/review/latest.html" in proc.stdout and f"dataset: {root}/datasets" in proc.stdout
     assert "crash_report_side_pole.pptx" in proc.stdout
     # not a terminal: plain log lines carry per-document progress
     assert "crash_report_side_pole.pptx: slide 6/6" in proc.stderr + proc.stdout

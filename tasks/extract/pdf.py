@@ -15,7 +15,6 @@ OCR (a Tesseract subprocess) runs outside it, so documents still overlap there.
 from __future__ import annotations
 
 import re
-import statistics
 import threading
 import unicodedata
 from collections import Counter
