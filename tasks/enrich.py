@@ -27,7 +27,7 @@ from tasks.describe import DESCRIBED_KINDS, attach_descriptions, describe_elemen
 from tasks.headers import apply_headers, extract_headers
 from tasks.qa import build_qa_pairs, generate_pairs
 from tasks.review import load_decisions
-from schemas.qa_pairs import QA_FAILURES_SCHEMA, QA_PAIRS_SCHEMA
+from schemas.qa_pairs import QA_FAILURES_SCHEMA, QA_PAIRS_SCHEMA, QaFailureRow, QaPairRow
 
 Progress = Callable[[int, int], None]
 
@@ -47,7 +47,23 @@ class MissingTablesError(Exception):
     pass
 
 
-def _load(layout: Layout, name: str, model, schema):
+TABLES = {
+    "documents": (DocumentRow, DOCUMENTS_SCHEMA),
+    "elements": (ElementRow, ELEMENTS_SCHEMA),
+    "chunks": (ChunkRow, CHUNKS_SCHEMA),
+    "headers": (HeaderRow, HEADERS_SCHEMA),
+    "qa_pairs": (QaPairRow, QA_PAIRS_SCHEMA),
+    "qa_failures": (QaFailureRow, QA_FAILURES_SCHEMA),
+}
+"""Row model and Arrow schema of each table a stage reads or writes."""
+
+
+def _save(layout: Layout, name: str, rows) -> None:
+    atomic_write_parquet(rows_to_table(rows, TABLES[name][1]), layout.table_path(name))
+
+
+def _load(layout: Layout, name: str):
+    model, schema = TABLES[name]
     path = layout.table_path(name)
     if not path.exists():
         raise MissingTablesError(f"{path} does not exist; run `ragprep ingest PATHS --root {layout.root}` first")
@@ -101,8 +117,8 @@ def _report(stage: str, generator: Generator, prompt_ref: str, items: int, flags
 
 def run_describe(settings: Settings, progress: Progress | None = None) -> StageReport:
     layout = Layout(settings.root)
-    elements: list[ElementRow] = _load(layout, "elements", ElementRow, ELEMENTS_SCHEMA)
-    chunks: list[ChunkRow] = _load(layout, "chunks", ChunkRow, CHUNKS_SCHEMA)
+    elements: list[ElementRow] = _load(layout, "elements")
+    chunks: list[ChunkRow] = _load(layout, "chunks")
     prompt = load_prompt("describe_image")
     meter = UsageMeter(prices=settings.llm_prices)
     targets = sum(e.kind in DESCRIBED_KINDS for e in elements)
@@ -111,22 +127,22 @@ def run_describe(settings: Settings, progress: Progress | None = None) -> StageR
         settings, "vlm", layout, meter,
         lambda g: describe_elements(elements, layout.root, g, prompt, _counter(targets, progress)),
     )
-    atomic_write_parquet(rows_to_table(described, ELEMENTS_SCHEMA), layout.table_path("elements"))
-    atomic_write_parquet(rows_to_table(attach_descriptions(chunks, described), CHUNKS_SCHEMA), layout.table_path("chunks"))
+    _save(layout, "elements", described)
+    _save(layout, "chunks", attach_descriptions(chunks, described))
     flags = [e.vlm_flag for e in described if e.vlm_flag]
     return _report("describe", generator, prompt.ref, targets, flags, meter)
 
 
 def run_correct(settings: Settings, progress: Progress | None = None) -> StageReport:
     layout = Layout(settings.root)
-    chunks: list[ChunkRow] = _load(layout, "chunks", ChunkRow, CHUNKS_SCHEMA)
+    chunks: list[ChunkRow] = _load(layout, "chunks")
     prompt = load_prompt("correct_slide")
     meter = UsageMeter(prices=settings.llm_prices)
 
     corrected, generator = _with_generator(
         settings, "llm", layout, meter, lambda g: correct_chunks(chunks, g, prompt, _counter(len(chunks), progress))
     )
-    atomic_write_parquet(rows_to_table(apply_headers(corrected, _existing_headers(layout)), CHUNKS_SCHEMA), layout.table_path("chunks"))
+    _save(layout, "chunks", apply_headers(corrected, _existing_headers(layout)))
     flags = [f for c in corrected for f in c.correction_flags]
     return _report("correct", generator, prompt.ref, sum(c.unit == "slide" for c in corrected), flags, meter)
 
@@ -138,8 +154,8 @@ def _existing_headers(layout: Layout) -> list[HeaderRow]:
 
 def run_headers(settings: Settings, progress: Progress | None = None) -> StageReport:
     layout = Layout(settings.root)
-    documents: list[DocumentRow] = _load(layout, "documents", DocumentRow, DOCUMENTS_SCHEMA)
-    chunks: list[ChunkRow] = _load(layout, "chunks", ChunkRow, CHUNKS_SCHEMA)
+    documents: list[DocumentRow] = _load(layout, "documents")
+    chunks: list[ChunkRow] = _load(layout, "chunks")
     prompt = load_prompt("extract_header")
     meter = UsageMeter(prices=settings.llm_prices)
 
@@ -149,8 +165,8 @@ def run_headers(settings: Settings, progress: Progress | None = None) -> StageRe
     )
     if progress:
         progress(len(headers), len(headers))
-    atomic_write_parquet(rows_to_table(headers, HEADERS_SCHEMA), layout.table_path("headers"))
-    atomic_write_parquet(rows_to_table(apply_headers(chunks, headers), CHUNKS_SCHEMA), layout.table_path("chunks"))
+    _save(layout, "headers", headers)
+    _save(layout, "chunks", apply_headers(chunks, headers))
     flags = [h.flag for h in headers if h.flag] + [f"missing_field: {m}" for h in headers for m in h.missing]
     return _report("headers", generator, prompt.ref, len(headers), flags, meter)
 
@@ -158,8 +174,8 @@ def run_headers(settings: Settings, progress: Progress | None = None) -> StageRe
 def run_qa(settings: Settings, progress: Progress | None = None) -> StageReport:
     """Generate, flag and review-apply QA pairs; writes ``qa_pairs`` and ``qa_failures``."""
     layout = Layout(settings.root)
-    chunks: list[ChunkRow] = _load(layout, "chunks", ChunkRow, CHUNKS_SCHEMA)
-    elements: list[ElementRow] = _load(layout, "elements", ElementRow, ELEMENTS_SCHEMA)
+    chunks: list[ChunkRow] = _load(layout, "chunks")
+    elements: list[ElementRow] = _load(layout, "elements")
     prompt = load_prompt("generate_qa")
     meter = UsageMeter(prices=settings.llm_prices)
 
@@ -168,8 +184,8 @@ def run_qa(settings: Settings, progress: Progress | None = None) -> StageReport:
         lambda g: generate_pairs(chunks, elements, settings, g, prompt, _counter(len(chunks), progress)),
     )
     final = build_qa_pairs(pairs, chunks, settings, load_decisions(layout.root))
-    atomic_write_parquet(rows_to_table(final, QA_PAIRS_SCHEMA), layout.table_path("qa_pairs"))
-    atomic_write_parquet(rows_to_table(failures, QA_FAILURES_SCHEMA), layout.table_path("qa_failures"))
+    _save(layout, "qa_pairs", final)
+    _save(layout, "qa_failures", failures)
     flags = [code for p in final for code in p.flags] + [f"generation_failed: {f.reason}" for f in failures]
     return _report("qa", generator, prompt.ref, len(final), flags, meter)
 
