@@ -62,10 +62,13 @@ def _save(layout: Layout, name: str, rows) -> None:
     atomic_write_parquet(rows_to_table(rows, TABLES[name][1]), layout.table_path(name))
 
 
-def _load(layout: Layout, name: str):
+def _load(layout: Layout, name: str, *, optional: bool = False):
+    """A table's rows; a missing table raises with the fix, or is empty when ``optional``."""
     model, schema = TABLES[name]
     path = layout.table_path(name)
     if not path.exists():
+        if optional:
+            return []
         raise MissingTablesError(f"{path} does not exist; run `ragprep ingest PATHS --root {layout.root}` first")
     return read_rows(path, model, schema)
 
@@ -142,14 +145,9 @@ def run_correct(settings: Settings, progress: Progress | None = None) -> StageRe
     corrected, generator = _with_generator(
         settings, "llm", layout, meter, lambda g: correct_chunks(chunks, g, prompt, _counter(len(chunks), progress))
     )
-    _save(layout, "chunks", apply_headers(corrected, _existing_headers(layout)))
+    _save(layout, "chunks", apply_headers(corrected, _load(layout, "headers", optional=True)))
     flags = [f for c in corrected for f in c.correction_flags]
     return _report("correct", generator, prompt.ref, sum(c.unit == "slide" for c in corrected), flags, meter)
-
-
-def _existing_headers(layout: Layout) -> list[HeaderRow]:
-    path = layout.table_path("headers")
-    return read_rows(path, HeaderRow, HEADERS_SCHEMA) if path.exists() else []
 
 
 def run_headers(settings: Settings, progress: Progress | None = None) -> StageReport:

@@ -48,16 +48,20 @@ async def extract_header_row(
     document: DocumentRow, chunks: Sequence[ChunkRow], fields: Sequence[str], n_slides: int, generator: Generator, prompt: PromptTemplate
 ) -> HeaderRow:
     slides = _first_units(chunks, n_slides)
+    found: dict[str, dict] = {}  # filled by the heuristic rules: values with where each was read
+
+    def rules() -> dict[str, str | None]:
+        found.update(heuristic.extract_header(fields, slides, document.file_name))
+        return {name: entry["value"] for name, entry in found.items()}
+
     generation = await generator.generate(
         "extract_header",
         prompt,
         {"fields": list(fields), "file_name": document.file_name, "slides": [{"number": n, "markdown": md} for n, md in slides]},
-        heuristic=lambda: {
-            name: found["value"] for name, found in heuristic.extract_header(fields, slides, document.file_name).items()
-        },
+        heuristic=rules,
         output_model=HeaderReply,
     )
-    sources = heuristic.extract_header(fields, slides, document.file_name) if generation.provider == "heuristic" else {}
+    sources = found if generation.provider == "heuristic" else {}
     shown = _squash(" ".join(md for _, md in slides) + " " + document.file_name)
     reply = generation.data or {}
     values: list[HeaderField] = []
