@@ -1,4 +1,9 @@
-"""DuckDB over the Parquet tables: one view per table, queried by name."""
+"""DuckDB over the Parquet tables: one view per table, queried by name.
+
+A version in a local store is read in place (``read_parquet`` views). A version in an S3 store is
+read with pyarrow from the store and registered as Arrow tables: DuckDB's httpfs extension cannot
+be installed offline, so DuckDB never talks to S3 itself.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,16 @@ import io
 import json
 from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import duckdb
 
-from pathlib import Path
-
+from ragprep.dataset_store import (
+    DatasetStore,
+    DatasetStoreError,
+    LocalDatasetStore,
+    open_store,
+)
 from ragprep.storage import Layout
 
 QUERYABLE_TABLES = ("documents", "elements", "chunks", "headers", "qa_pairs", "qa_failures", "runs")
@@ -25,21 +35,19 @@ def _quote(path: Path | str) -> str:
     return str(path).replace("'", "''")
 
 
-def connect(layout: Layout, version: str | None = None) -> duckdb.DuckDBPyConnection:
+def connect(layout: Layout, version: str | None = None, uri: str | None = None) -> duckdb.DuckDBPyConnection:
     """One view per table: over a dataset version (the latest published one unless
-    ``version`` names another; tables carry a ``split`` column there), or over the working
-    tables of the last run when no version has been published yet."""
-    versions = layout.root / "datasets"
-    chosen = version or _latest(versions)
+    ``version`` names another; tables carry a ``split`` column there) in the dataset store
+    (``uri``: a local path or ``s3://bucket/prefix``; default ``<root>/datasets``), or over the
+    working tables of the last run when no version has been published yet."""
+    try:
+        store = open_store(layout.root, uri)
+        chosen = version or store.latest()
+    except (DatasetStoreError, OSError) as exc:
+        raise CatalogError(f"cannot read the dataset store {uri or layout.root / 'datasets'}: {exc}") from exc
     con = duckdb.connect(":memory:")
     if chosen is not None:
-        folder = next((f for f in (versions / "versions" / chosen, versions / "rejected" / chosen) if f.exists()), None)
-        if folder is None:
-            raise CatalogError(f"dataset version {chosen} not found under {versions}; `ragprep versions` lists them")
-        for table_dir in sorted(p for p in folder.iterdir() if p.is_dir() and any(p.glob("*.parquet"))):
-            con.execute(
-                f"CREATE VIEW {table_dir.name} AS SELECT * FROM read_parquet('{_quote(table_dir)}/*.parquet', union_by_name=true)"
-            )
+        _version_views(con, store, chosen)
         for name in ("runs", "qa_failures"):
             if layout.table_path(name).exists():
                 con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(layout.table_path(name))}')")
@@ -54,13 +62,20 @@ def connect(layout: Layout, version: str | None = None) -> duckdb.DuckDBPyConnec
     return con
 
 
-def _latest(versions: Path) -> str | None:
-    pointer = versions / "LATEST"
-    return (pointer.read_text().strip() or None) if pointer.exists() else None
+def _version_views(con: duckdb.DuckDBPyConnection, store: DatasetStore, version_id: str) -> None:
+    found = store.find(version_id)
+    if found is None:
+        raise CatalogError(f"dataset version {version_id} not found in {store.uri}; `ragprep versions` lists them")
+    for name in store.table_names(found):
+        if isinstance(store, LocalDatasetStore):
+            table_dir = store.local_dir(found, name)
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(table_dir)}/*.parquet', union_by_name=true)")
+        else:
+            con.register(name, store.read_table(found, name))
 
 
-def run_query(layout: Layout, query: str, version: str | None = None) -> tuple[list[str], list[tuple]]:
-    con = connect(layout, version)
+def run_query(layout: Layout, query: str, version: str | None = None, uri: str | None = None) -> tuple[list[str], list[tuple]]:
+    con = connect(layout, version, uri)
     try:
         result = con.execute(query)
     except duckdb.Error as exc:

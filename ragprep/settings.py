@@ -144,6 +144,11 @@ class Settings(BaseSettings):
         0.1, ge=0, le=1, description="Quality gate: each split's share may differ from its ratio by this much."
     )
     chunk_token_bounds: tuple[int, int] = Field((1, 4000), description="Quality gate: allowed chunk token counts.")
+    dataset_uri: str | None = Field(
+        None,
+        description="Where dataset versions live: a local path or s3://bucket/prefix (S3 connection from the standard "
+        "AWS_ENDPOINT_URL / AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION environment); default <root>/datasets.",
+    )
     # QA generation and flags
     qa_tokens_per_pair: int = Field(70, ge=10, description="One QA pair per this many chunk tokens ...")
     qa_max_per_chunk: int = Field(15, ge=1, description="... capped at this many per chunk.")

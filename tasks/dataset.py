@@ -5,28 +5,27 @@ document's id) — so an item's split never changes across versions and nightly
 re-ingestion cannot leak a test chunk into train — lets QA pairs follow their chunk,
 keeps only approved QA pairs, and derives the version id from the content, the
 settings and the code version. The version is written to a staging directory and
-renamed into place when complete; the ``LATEST`` pointer moves (under a lock) only when
-the quality gate passes; a version that fails the gate is kept under ``rejected/`` with
-its report.
+committed when complete; the ``LATEST`` pointer moves only when the quality gate
+passes; a version that fails the gate is kept under ``rejected/`` with its report.
 
-Layout under ``<root>/datasets``::
+Versions live in a dataset store (``ragprep/dataset_store.py``): ``<root>/datasets`` or
+``settings.dataset_uri`` (a local path or ``s3://bucket/prefix``). Layout there::
 
     versions/<id>/<table>/<split>.parquet, manifest.json, quality/...
     rejected/<id>/...                      same, for versions that failed the gate
     LATEST                                 id of the newest published version
+
+A version exists once its ``manifest.json`` exists (locally: renamed into place with
+it under a lock; on S3: uploaded last, and LATEST moves by compare-and-swap).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,9 +34,15 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from ragprep import __version__
+from ragprep.dataset_store import (
+    DatasetStore,
+    LocalDatasetStore,
+    StoredVersion,
+    open_store,
+)
 from ragprep.ids import stable_id
 from ragprep.settings import Settings
-from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.storage import Layout
 
 SPLITS = ("train", "val", "test")
 VERSIONED_TABLES = ("documents", "chunks", "elements", "headers", "qa_pairs")
@@ -64,7 +69,13 @@ class BuildResult(BaseModel):
 
 
 def datasets_dir(root: Path) -> Path:
+    """The default dataset store under a root (``settings.dataset_uri`` may name another)."""
     return root / "datasets"
+
+
+def dataset_store(settings: Settings) -> DatasetStore:
+    """The store that ``build_version`` writes to and the readers read from for these settings."""
+    return open_store(settings.root, settings.dataset_uri)
 
 
 def split_of(key: str, ratios: dict[str, float]) -> str:
@@ -136,7 +147,7 @@ def _counts(tables: dict[str, pa.Table]) -> dict[str, dict[str, int]]:
 
 
 def _settings_hash(settings: Settings) -> str:
-    relevant = settings.model_dump(mode="json", exclude={"root", "workers", "llm_api_key"})
+    relevant = settings.model_dump(mode="json", exclude={"root", "workers", "llm_api_key", "dataset_uri"})
     return stable_id("settings", json.dumps(relevant, sort_keys=True, default=str))
 
 
@@ -167,20 +178,14 @@ def _provenance(tables: dict[str, pa.Table]) -> dict[str, list[str]]:
 
 @contextmanager
 def catalog_lock(root: Path) -> Iterator[None]:
-    """An exclusive lock on the catalog: two builds never move LATEST at once."""
-    base = datasets_dir(root)
-    base.mkdir(parents=True, exist_ok=True)
-    with open(base / ".lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """An exclusive lock on the local catalog under ``root``: two builds never commit or move LATEST at once."""
+    with LocalDatasetStore(datasets_dir(root)).lock():
+        yield
 
 
-def latest_version(root: Path) -> str | None:
-    pointer = datasets_dir(root) / "LATEST"
-    return pointer.read_text().strip() or None if pointer.exists() else None
+def latest_version(root: Path, uri: str | None = None) -> str | None:
+    """The newest published version of the store (``uri``, default ``<root>/datasets``)."""
+    return open_store(root, uri).latest()
 
 
 def _write_split_tables(tables: dict[str, pa.Table], target: Path) -> None:
@@ -206,25 +211,19 @@ def build_version(settings: Settings, gate=None) -> BuildResult:
     layout = Layout(settings.root)
     tables = assemble_version_tables(layout, settings)
     version_id = version_id_for(tables, settings)
-    base = datasets_dir(settings.root)
-    published = base / "versions" / version_id
-    rejected = base / "rejected" / version_id
-    for existing, is_published in ((published, True), (rejected, False)):
-        if existing.exists():
-            manifest = json.loads((existing / "manifest.json").read_text())
-            return BuildResult(version_id=version_id, created=False, published=is_published, path=str(existing),
-                               failed_expectations=manifest["validation"]["failed"])
-    base.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=base, prefix=".staging-"))
-    try:
+    store = dataset_store(settings)
+    existing = store.find(version_id)
+    if existing is not None:
+        return _existing(existing)
+    with store.staging() as staging:
         _write_split_tables(tables, staging)
         passed, failed = gate(tables, staging / "quality") if gate else (True, [])
-        with catalog_lock(settings.root):
-            parent = latest_version(settings.root)
-            manifest = {
+
+        def manifest_for(parent: str | None) -> dict:  # called at commit time, after the parent is known
+            return {
                 "version_id": version_id,
                 "parent": parent,
-                "created_at": datetime.now(timezone.utc).isoformat(),
+                "created_at": datetime.now(UTC).isoformat(),
                 "source_documents": _source_documents(tables),
                 "settings_hash": _settings_hash(settings),
                 **_provenance(tables),
@@ -234,48 +233,50 @@ def build_version(settings: Settings, gate=None) -> BuildResult:
                 "rows": _counts(tables),
                 "validation": {"passed": passed, "failed": failed},
             }
-            (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False, default=str))
-            target = published if passed else rejected
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(staging, target)
-            if passed:
-                atomic_write_bytes(base / "LATEST", version_id.encode())
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return BuildResult(version_id=version_id, created=True, published=passed, path=str(target), failed_expectations=failed)
+
+        commit = store.commit(staging, version_id, passed, manifest_for)
+    if not commit.created:  # a concurrent build of the same inputs committed it first
+        return _existing(commit.version)
+    return BuildResult(version_id=version_id, created=True, published=passed, path=commit.version.location,
+                       failed_expectations=failed)
 
 
-def list_versions(root: Path) -> list[VersionInfo]:
-    base = datasets_dir(root)
-    latest = latest_version(root)
-    out = []
-    for status, folder in (("published", base / "versions"), ("rejected", base / "rejected")):
-        for path in sorted(folder.glob("*")) if folder.exists() else []:
-            manifest_path = path / "manifest.json"
-            if not manifest_path.exists():
-                continue
-            m = json.loads(manifest_path.read_text())
-            out.append(VersionInfo(version_id=m["version_id"], status=status, created_at=m["created_at"], parent=m["parent"],
-                                   rows=m["rows"], gate_passed=m["validation"]["passed"], path=str(path),
-                                   is_latest=m["version_id"] == latest))
+def _existing(version: StoredVersion) -> BuildResult:
+    return BuildResult(version_id=version.version_id, created=False, published=version.status == "published",
+                       path=version.location, failed_expectations=version.manifest["validation"]["failed"])
+
+
+def list_versions(root: Path, uri: str | None = None) -> list[VersionInfo]:
+    """Committed versions (published and rejected) of the store (``uri``, default ``<root>/datasets``), oldest first."""
+    store = open_store(root, uri)
+    latest = store.latest()
+    out = [
+        VersionInfo(version_id=v.version_id, status=v.status, created_at=v.manifest["created_at"], parent=v.manifest["parent"],
+                    rows=v.manifest["rows"], gate_passed=v.manifest["validation"]["passed"], path=v.location,
+                    is_latest=v.version_id == latest)
+        for v in store.versions()
+    ]
     return sorted(out, key=lambda v: v.created_at)
 
 
-def version_path(root: Path, version_id: str | None) -> Path:
-    """Folder of a version (latest published when None); raises with the fix when absent."""
-    chosen = version_id or latest_version(root)
+def find_version(store: DatasetStore, version_id: str | None) -> StoredVersion:
+    """A committed version (latest published when None); raises with the fix when absent."""
+    chosen = version_id or store.latest()
     if chosen is None:
-        raise FileNotFoundError(f"no published dataset version under {datasets_dir(root)}; run `ragprep dataset --root {root}`")
-    for folder in (datasets_dir(root) / "versions" / chosen, datasets_dir(root) / "rejected" / chosen):
-        if folder.exists():
-            return folder
-    raise FileNotFoundError(f"dataset version {chosen} not found; `ragprep versions --root {root}` lists them")
+        raise FileNotFoundError(f"no published dataset version in {store.uri}; run `ragprep dataset`")
+    found = store.find(chosen)
+    if found is None:
+        raise FileNotFoundError(f"dataset version {chosen} not found in {store.uri}; `ragprep versions` lists them")
+    return found
 
 
-def read_version_table(folder: Path, name: str) -> pa.Table | None:
-    files = sorted((folder / name).glob("*.parquet")) if (folder / name).exists() else []
-    return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default") if files else None
+def version_path(root: Path, version_id: str | None, uri: str | None = None) -> str:
+    """Where a version lives (latest published when None): a local path or an s3:// URI."""
+    return find_version(open_store(root, uri), version_id).location
+
+
+def read_version_table(store: DatasetStore, version: StoredVersion, name: str) -> pa.Table | None:
+    return store.read_table(version, name)
 
 
 class TableDiff(BaseModel):
@@ -288,11 +289,12 @@ class TableDiff(BaseModel):
     changed_ids: list[str]
 
 
-def diff_versions(root: Path, old: str, new: str) -> list[TableDiff]:
-    a, b = version_path(root, old), version_path(root, new)
+def diff_versions(root: Path, old: str, new: str, uri: str | None = None) -> list[TableDiff]:
+    store = open_store(root, uri)
+    a, b = find_version(store, old), find_version(store, new)
     out = []
     for name in VERSIONED_TABLES:
-        ta, tb = read_version_table(a, name), read_version_table(b, name)
+        ta, tb = read_version_table(store, a, name), read_version_table(store, b, name)
         if ta is None and tb is None:
             continue
         da = row_digests(ta, ID_COLUMNS[name]) if ta is not None else {}
