@@ -45,3 +45,8 @@ def element_id_for(doc_id: str, unit: str, number: int, order: int, kind: str) -
 
 def chunk_id_for(doc_id: str, unit: str, start: int, end: int, part: int, title: str) -> str:
     return stable_id("chunk", doc_id, unit, start, end, part, title)
+
+
+def quote_id_for(doc_id: str, page_id: int, layout_id: int) -> str:
+    """A quote's identity is (document, page, layout region), as in MMDocRAG."""
+    return stable_id("quote", doc_id, page_id, layout_id)

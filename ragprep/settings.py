@@ -134,6 +134,33 @@ class Settings(BaseSettings):
         description="Report header fields extracted per test report (the paper's third field 'State' is 'Stage' here).",
     )
     header_slides: int = Field(2, ge=1, le=10, description="Slides of a test report read for its header.")
+    # MMDocRAG quotes and candidate sets
+    layout_backend: Literal["pymupdf-layout", "mineru"] = Field(
+        "pymupdf-layout",
+        description="Layout of PDF pages into quotes: pymupdf-layout (model shipped in its wheel, offline) | mineru "
+        "(needs the mineru command and its models; an error names what is missing, no silent fallback).",
+    )
+    mineru_models_dir: Path | None = Field(None, description="MinerU pipeline models folder (default: models-dir of ~/mineru.json).")
+    quote_crop_dpi: int = Field(144, ge=72, le=400, description="Resolution of the rendered crops of image quotes.")
+    candidate_sets: list[tuple[int, int]] = Field(
+        default_factory=lambda: [(10, 5), (12, 8)],
+        description="(text, image) quotes per candidate set: MMDocRAG's 15 = 10 + 5 and 20 = 12 + 8.",
+    )
+    negatives_seed: int = Field(20250601, description="Seed of the deterministic shuffle of each candidate set.")
+    negatives_bm25_weight: float = Field(
+        0.5, ge=0, le=1, description="Weight of BM25 (max-normalised per question) against dense cosine in the hybrid score."
+    )
+    negatives_guard_margin: float = Field(
+        0.15, ge=0, le=1, description="False-negative guard: skip a candidate scoring above the weakest gold by more than this."
+    )
+    negatives_min_chars: int = Field(30, ge=0, description="Text quotes shorter than this are never used as negatives.")
+    gold_min_support: float = Field(
+        0.6, ge=0, le=1, description="A quote is gold when it holds at least this share of the answer's words."
+    )
+    gold_max: int = Field(3, ge=1, le=10, description="At most this many gold quotes per question (the best supported).")
+    multi_quote_items_per_doc: int = Field(
+        3, ge=0, description="Questions written across 2-3 quotes of one document, per document (multi-quote items)."
+    )
     # dataset versions
     split_ratios: dict[str, float] = Field(
         default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1},

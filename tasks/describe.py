@@ -21,36 +21,49 @@ IMAGE_MIME = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gi
 _BLOCK_RE = re.compile(r"\n\n> \*\*Description of [^\n]*\*\*[^\n]*(?:\n> [^\n]*)*", re.MULTILINE)
 
 
-def _image(root: Path, element: ElementRow) -> ImageInput | None:
-    if not element.image_path:
-        return None
-    ext = element.image_path.rsplit(".", 1)[-1].lower()
-    mime = IMAGE_MIME.get(ext)
-    path = root / element.image_path
+async def describe_visual(
+    kind: str,
+    unit: str,
+    number: int,
+    document: str,
+    structure: str,
+    ocr_text: str | None,
+    image: ImageInput | None,
+    size: tuple[int | None, int | None],
+    facts: dict,
+    generator: Generator,
+    prompt: PromptTemplate,
+) -> Generation:
+    """One VLM description (or the heuristic's, offline) of a picture, chart, table or crop."""
+    variables = {
+        "kind": kind,
+        "location": f"{unit} {number}",
+        "document": document,
+        "ocr_text": ocr_text or "",
+        "structure": structure,
+        "has_image": image is not None,
+    }
+    return await generator.generate(
+        "describe_image",
+        prompt,
+        variables,
+        images=[image] if image else [],
+        heuristic=lambda: heuristic.describe(kind, unit, number, structure, ocr_text, size[0], size[1], facts),
+    )
+
+
+def image_input(path: Path) -> ImageInput | None:
+    mime = IMAGE_MIME.get(path.suffix.lower().lstrip("."))
     return ImageInput(path.read_bytes(), mime) if mime and path.exists() else None
 
 
 async def describe_one(element: ElementRow, root: Path, generator: Generator, prompt: PromptTemplate) -> ElementRow:
     facts = json.loads(element.meta) if element.meta else {}
-    image = _image(root, element) if element.kind == "picture" else None
+    image = image_input(root / element.image_path) if element.kind == "picture" and element.image_path else None
     structure = "" if element.kind == "picture" else element.text
-    variables = {
-        "kind": element.kind,
-        "location": f"{element.unit} {element.number}",
-        "document": Path(element.source_path).name,
-        "ocr_text": element.ocr_text or "",
-        "structure": structure,
-        "has_image": image is not None,
-    }
-    generation: Generation = await generator.generate(
-        "describe_image",
-        prompt,
-        variables,
-        images=[image] if image else [],
-        heuristic=lambda: heuristic.describe(
-            element.kind, element.unit, element.number, element.text, element.ocr_text,
-            element.image_width, element.image_height, facts,
-        ),
+    generation = await describe_visual(
+        element.kind, element.unit, element.number, Path(element.source_path).name, structure, element.ocr_text,
+        image, (element.image_width, element.image_height), facts, generator, prompt,
     )
     return element.model_copy(
         update={

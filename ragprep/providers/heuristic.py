@@ -160,20 +160,21 @@ def _number(text: str) -> float | None:
 def describe(kind: str, unit: str, number: int, text: str, ocr_text: str | None, width: int | None, height: int | None, facts: dict) -> str:
     """A factual description of a picture, chart or table, from what extraction knows."""
     where = f"{unit} {number}"
-    if kind == "picture":
+    rows = _table_rows(text)
+    if kind == "picture" or kind == "figure" or (kind == "table" and not rows and ocr_text and ocr_text.strip()):
         shape = ""
         if width and height:
             orientation = "landscape" if width > height * 1.1 else "portrait" if height > width * 1.1 else "square"
             shape = f" of {width}x{height} px ({orientation})"
+        noun = "picture" if kind == "picture" else f"{kind} image"
         if ocr_text and ocr_text.strip():
             lines = [ln.strip() for ln in ocr_text.splitlines() if ln.strip()]
             return (
-                f"Heuristic description: picture{shape} on {where}. It carries text; OCR reads: "
+                f"Heuristic description: {noun}{shape} on {where}. It carries text; OCR reads: "
                 + " / ".join(f'"{ln}"' for ln in lines[:12])
                 + "."
             )
-        return f"Heuristic description: picture{shape} on {where}. OCR found no legible text; its visual content is not described by rules."
-    rows = _table_rows(text)
+        return f"Heuristic description: {noun}{shape} on {where}. OCR found no legible text; its visual content is not described by rules."
     if kind == "chart":
         header, body = (rows[0], rows[1:]) if rows else ([], [])
         series = header[1:]

@@ -89,7 +89,7 @@ def _check_header(path: Path) -> None:
         raise DocumentError(f"{path.name}: not a PDF (no %PDF- header in the first 1 KiB)")
 
 
-def _join_lines(lines: list[str]) -> str:
+def join_lines(lines: list[str]) -> str:
     out = ""
     for line in lines:
         line = line.strip()
@@ -121,7 +121,7 @@ def _read_blocks(page_number: int, text_dict: dict) -> list[_Block]:
                 n_chars += count
                 if span["flags"] & 16 or BOLD_FONT_RE.search(span.get("font", "")):
                     bold_chars += count
-        text = _join_lines(lines)
+        text = join_lines(lines)
         if not text:
             continue
         size = sizes.most_common(1)[0][0] if sizes else 0.0
