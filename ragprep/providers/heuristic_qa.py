@@ -181,3 +181,29 @@ def generate(view: ChunkView, n: int) -> list[Candidate]:
                 out.append(source[index])
         index += 1
     return out
+
+
+MULTI_TEMPLATES = {
+    "en": 'In {doc}, what is stated about {keys}?',
+    "ko": "{doc}에서 {keys}에 대해 무엇이라고 하나요?",
+}
+_FACT_SPLIT_RE = re.compile(r"(?<=[.!?。])\s+|\n+")
+
+
+def fact_of(text: str) -> str | None:
+    """The sentence a multi-quote question asks about: the first with a digit, else the first of 6+ words."""
+    sentences = [s.strip(" -•*#|") for s in _FACT_SPLIT_RE.split(text) if s.strip(" -•*#|")]
+    with_digit = [s for s in sentences if re.search(r"\d", s) and len(s.split()) >= 3]
+    long_enough = [s for s in sentences if len(s.split()) >= 6]
+    chosen = (with_digit or long_enough or [None])[0]
+    return chosen[:300] if chosen else None
+
+
+def multi_quote_question(document: str, facts: Sequence[str], language: str) -> dict[str, str]:
+    """One question over 2-3 facts (one per quote); the answer is the facts themselves."""
+    keys = [" ".join(re.findall(r"[^\W_]+", fact)[:5]) for fact in facts]
+    quoted = [f'"{k}"' for k in keys]
+    joiner = " 및 " if language == "ko" else " and "
+    listed = joiner.join(quoted) if len(quoted) == 2 else ", ".join(quoted[:-1]) + ("," if language != "ko" else "") + joiner + quoted[-1]
+    template = MULTI_TEMPLATES.get(language, MULTI_TEMPLATES["en"])
+    return {"question": template.format(doc=document, keys=listed), "answer": " ".join(facts), "question_type": "factual"}
