@@ -1,7 +1,7 @@
 """``ragprep run``: every implemented stage in order.
 
 ingest (discover, extract + OCR, chunk) -> describe -> correct -> headers -> qa (+ review report)
--> dataset (splits, version, quality gate, publish).
+-> quotes -> negatives (MMDocRAG candidate sets) -> dataset (splits, version, quality gate, publish).
 Describe runs before correct because a slide's correction reads its image descriptions.
 """
 
@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from flows.dataset import run_dataset
 from flows.enrich import run_generative_stages
 from flows.ingest import IngestSummary, build_settings, ingest_documents
+from flows.mmdoc import MmDocSummary, run_mmdoc_stages
 from ragprep.settings import Settings
 from tasks.dataset import BuildResult
 from tasks.enrich import StageReport
@@ -22,6 +23,7 @@ from tasks.enrich import StageReport
 class PipelineSummary(BaseModel):
     ingest: IngestSummary
     stages: list[StageReport]
+    mmdoc: MmDocSummary | None = None
     dataset: BuildResult | None = None
 
 
@@ -30,7 +32,8 @@ def run_all(paths: list[str], settings: Settings) -> PipelineSummary:
     if not ingest.run.n_ok + ingest.run.n_partial:
         return PipelineSummary(ingest=ingest, stages=[])
     stages = run_generative_stages(settings)
-    return PipelineSummary(ingest=ingest, stages=stages, dataset=run_dataset(settings))
+    mmdoc = run_mmdoc_stages(settings)
+    return PipelineSummary(ingest=ingest, stages=stages, mmdoc=mmdoc, dataset=run_dataset(settings))
 
 
 @flow(name="ragprep-run", task_runner=ThreadPoolTaskRunner(max_workers=16), validate_parameters=True)
@@ -40,7 +43,7 @@ def pipeline_flow(
     workers: int | None = None,
     ocr: bool | None = None,
 ) -> PipelineSummary:
-    """Run every stage: ingest, describe, correct, headers, qa (with its review report), dataset.
+    """Run every stage: ingest, describe, correct, headers, qa (with its review report), quotes, negatives, dataset.
 
     Args:
         paths: Files or folders holding .pptx and .pdf documents.

@@ -24,7 +24,7 @@ from ragprep.dataset_store import (
 )
 from ragprep.storage import Layout
 
-QUERYABLE_TABLES = ("documents", "elements", "chunks", "headers", "qa_pairs", "qa_failures", "runs")
+QUERYABLE_TABLES = ("documents", "elements", "chunks", "headers", "qa_pairs", "qa_failures", "quotes", "mm_items", "runs")
 
 
 class CatalogError(Exception):

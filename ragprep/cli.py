@@ -97,10 +97,11 @@ def _guarded(call):
     from ragprep.providers.base import ProviderError
     from ragprep.providers.guard import PrivacyGuardError
     from tasks.enrich import MissingTablesError
+    from tasks.layout import LayoutBackendUnavailable
 
     try:
         return call()
-    except (FileNotFoundError, PrivacyGuardError, ProviderError, PromptError, MissingTablesError) as exc:
+    except (FileNotFoundError, PrivacyGuardError, ProviderError, PromptError, MissingTablesError, LayoutBackendUnavailable) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
 
@@ -141,12 +142,14 @@ def _print_stages(reports) -> None:
 
 def _print_outputs(settings: Settings) -> None:
     layout = Layout(settings.root)
-    console.print(f"tables:  {layout.tables_dir}/{{documents,elements,chunks,headers,qa_pairs,runs}}.parquet")
+    console.print(f"tables:  {layout.tables_dir}/{{documents,elements,chunks,headers,qa_pairs,quotes,mm_items,runs}}.parquet")
     console.print(f"images:  {layout.images_dir}")
     if (layout.root / "review" / "latest.html").exists():
         console.print(f"review:  {layout.root / 'review' / 'latest.html'} (then: ragprep review apply decisions.json)")
-    if (layout.root / "datasets" / "LATEST").exists():
-        console.print(f"dataset: {layout.root / 'datasets'} (ragprep versions)")
+    from tasks.dataset import latest_version
+
+    if latest_version(settings.root, settings.dataset_uri):
+        console.print(f"dataset: {settings.dataset_uri or layout.root / 'datasets'} (ragprep versions)")
     console.print(f'query:   ragprep sql "select split, count(*) from chunks group by 1" --root {settings.root}')
 
 
@@ -174,7 +177,7 @@ OcrOption = Annotated[Optional[bool], typer.Option("--ocr/--no-ocr", help="Run T
 
 @app.command()
 def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
-    """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers, qa, dataset.
+    """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers, qa, quotes, negatives, dataset.
 
     Exits 1 only when no document was found or every document failed.
     """
@@ -189,6 +192,8 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
     )
     _print_ingest(summary.ingest)
     _print_stages(summary.stages)
+    if summary.mmdoc is not None:
+        _print_mmdoc(summary.mmdoc)
     if summary.dataset is not None:
         _print_build(summary.dataset)
     _print_outputs(settings)
@@ -301,14 +306,14 @@ def versions(root: RootOption = None) -> None:
     from tasks.dataset import list_versions
 
     settings = _settings(root=root)
-    table = Table(title=f"dataset versions under {settings.root}/datasets")
+    table = Table(title=f"dataset versions under {settings.dataset_uri or f'{settings.root}/datasets'}")
     for column in ("version", "status", "created", "parent", "chunks (train/val/test)", "qa pairs (train/val/test)"):
         table.add_column(column)
 
     def splits(counts: dict | None) -> str:
         return "-" if not counts else f"{counts.get('total', 0)} ({counts.get('train', 0)}/{counts.get('val', 0)}/{counts.get('test', 0)})"
 
-    infos = list_versions(settings.root)
+    infos = list_versions(settings.root, settings.dataset_uri)
     for info in infos:
         status = info.status + (" [LATEST]" if info.is_latest else "")
         table.add_row(info.version_id, status, info.created_at[:19], info.parent or "-", splits(info.rows.get("chunks")),
@@ -329,7 +334,7 @@ def diff(
 
     settings = _settings(root=root)
     try:
-        diffs = diff_versions(settings.root, old, new)
+        diffs = diff_versions(settings.root, old, new, settings.dataset_uri)
     except FileNotFoundError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -354,7 +359,7 @@ def sql(
     """
     settings = _settings(root=root)
     try:
-        columns, rows = run_query(Layout(settings.root), query, version)
+        columns, rows = run_query(Layout(settings.root), query, version, settings.dataset_uri)
     except CatalogError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -368,6 +373,110 @@ def sql(
             table.add_row(*("" if v is None else str(v) for v in row))
         console.print(table)
         console.print(f"{len(rows)} rows")
+
+
+def _print_mmdoc(summary) -> None:
+    q = summary.quotes
+    by_type = ", ".join(f"{k} {v}" for k, v in q.by_type.items()) or "-"
+    console.print(f"quotes: {q.quotes} from {q.documents} documents ({q.reused} PDFs reused); {by_type}")
+    for failure in q.failures:
+        err.print(f"[yellow]{failure}[/yellow]")
+    n = summary.negatives
+    if n is not None:
+        console.print(
+            f"candidate sets: {n.sets} for {n.questions} questions ({n.multi_quote_questions} multi-quote), "
+            f"{n.no_gold} without a supporting quote, {n.short_sets} short; false-negative guard skipped "
+            f"{n.skipped_answer} (answer inside) + {n.skipped_margin} (above gold margin) = {100 * n.guard_share:.1f}% "
+            f"of {n.candidates_examined} examined; dense: {n.embedder}"
+        )
+
+
+@app.command()
+def quotes(root: RootOption = None) -> None:
+    """Lay out PDF pages and slides into MMDocRAG quotes: text quotes, and image quotes (crop + OCR + VLM text).
+
+    The layout backend is RAGPREP_LAYOUT_BACKEND: pymupdf-layout (default, offline) or mineru.
+    """
+    settings = _settings(root=root)
+    _prepare()
+    from flows.mmdoc import quotes_flow
+
+    _print_mmdoc(_guarded(lambda: quotes_flow(root=str(settings.root))))
+
+
+@app.command()
+def negatives(root: RootOption = None) -> None:
+    """Quotes, then candidate sets per approved QA pair and multi-quote question: gold + hard negatives (15 = 10+5, 20 = 12+8)."""
+    settings = _settings(root=root)
+    _prepare()
+    from flows.mmdoc import negatives_flow
+
+    _print_mmdoc(_guarded(lambda: negatives_flow(root=str(settings.root))))
+
+
+export_app = typer.Typer(help="Exports of the dataset for other tools.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("mmdocrag")
+def export_mmdocrag_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the JSONL file and images/.")] = Path("mmdocrag-export"),
+    size: Annotated[int, typer.Option("--size", help="Candidate set size: 15 (10 text + 5 image) or 20 (12 + 8).")] = 15,
+    split: Annotated[Optional[str], typer.Option("--split", help="train | val | test (default: every item).")] = None,
+    version: Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the latest published).")] = None,
+    root: RootOption = None,
+) -> None:
+    """Write candidate sets as MMDocRAG JSONL (validated against its documented fields) plus an images folder.
+
+    Reads the latest published dataset version (or --version); before any version exists, the last run's tables.
+    """
+    from ragprep.catalog import connect
+    from tasks.export_mmdocrag import ExportError, export_mmdocrag
+
+    settings = _settings(root=root)
+    try:
+        con = connect(Layout(settings.root), version, settings.dataset_uri)
+        result = export_mmdocrag(con, settings.root, out, size, split)
+    except (CatalogError, ExportError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"wrote {result.lines} lines ({result.short_sets} short sets) and {result.images} images: {result.path}")
+
+
+score_app = typer.Typer(help="Evaluation scores.", no_args_is_help=True)
+app.add_typer(score_app, name="score")
+
+
+@score_app.command("quotes")
+def score_quotes(
+    predictions: Annotated[Path, typer.Argument(help='JSONL: {"q_id": .., "answer": "..[1] ![](image2).."} or {"q_id": .., "selected": ["text1"]}.')],
+    gold: Annotated[Path, typer.Argument(help="The exported MMDocRAG JSONL (ragprep export mmdocrag).")],
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+) -> None:
+    """Quote-selection precision/recall/F1 per modality (text [n], image ![](imageN)), micro and macro averaged."""
+    import json
+
+    from tasks.quote_scoring import ScoringInputError, score_files
+
+    try:
+        result = score_files(predictions, gold)
+    except (ScoringInputError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    corpus = result.corpus.as_dict()
+    if format is OutputFormat.json:
+        sys.stdout.write(json.dumps(corpus, indent=2) + "\n")
+        return
+    table = Table(title=f"quote selection: {predictions.name} vs {gold.name}")
+    for column in ("modality", "items scored", "micro P", "micro R", "micro F1", "macro P", "macro R", "macro F1"):
+        table.add_column(column)
+    for modality in ("text", "image", "all"):
+        m = corpus[modality]
+        cells = [f"{m[a][k]:.3f}" if m[a][k] is not None else "-" for a in ("micro", "macro") for k in ("precision", "recall", "f1")]
+        table.add_row(modality, str(m["n_scored"]), *cells)
+    console.print(table)
+    if result.missing_predictions:
+        console.print(f"{len(result.missing_predictions)} questions had no prediction (scored as empty selections)")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -27,7 +26,9 @@ from tasks.describe import DESCRIBED_KINDS, attach_descriptions, describe_elemen
 from tasks.headers import apply_headers, extract_headers
 from tasks.qa import build_qa_pairs, generate_pairs
 from tasks.review import load_decisions
+from schemas.mm_items import MM_ITEMS_SCHEMA, MmItemRow
 from schemas.qa_pairs import QA_FAILURES_SCHEMA, QA_PAIRS_SCHEMA, QaFailureRow, QaPairRow
+from schemas.quotes import QUOTES_SCHEMA, QuoteRow
 
 Progress = Callable[[int, int], None]
 
@@ -54,15 +55,17 @@ TABLES = {
     "headers": (HeaderRow, HEADERS_SCHEMA),
     "qa_pairs": (QaPairRow, QA_PAIRS_SCHEMA),
     "qa_failures": (QaFailureRow, QA_FAILURES_SCHEMA),
+    "quotes": (QuoteRow, QUOTES_SCHEMA),
+    "mm_items": (MmItemRow, MM_ITEMS_SCHEMA),
 }
 """Row model and Arrow schema of each table a stage reads or writes."""
 
 
-def _save(layout: Layout, name: str, rows) -> None:
+def save_table(layout: Layout, name: str, rows) -> None:
     atomic_write_parquet(rows_to_table(rows, TABLES[name][1]), layout.table_path(name))
 
 
-def _load(layout: Layout, name: str, *, optional: bool = False):
+def load_table(layout: Layout, name: str, *, optional: bool = False):
     """A table's rows; a missing table raises with the fix, or is empty when ``optional``."""
     model, schema = TABLES[name]
     path = layout.table_path(name)
@@ -81,7 +84,7 @@ def _flag_counts(flags: list[str]) -> dict[str, int]:
     return counts
 
 
-def _counter(total: int, progress: Progress | None) -> Callable[[object], None]:
+def counter(total: int, progress: Progress | None) -> Callable[[object], None]:
     state = {"done": 0}
 
     def tick(_: object) -> None:
@@ -92,7 +95,7 @@ def _counter(total: int, progress: Progress | None) -> Callable[[object], None]:
     return tick
 
 
-def _with_generator(settings: Settings, role: str, layout: Layout, meter: UsageMeter, step):
+def with_generator(settings: Settings, role: str, layout: Layout, meter: UsageMeter, step):
     """Run ``step(generator)`` in a fresh event loop; return (its result, the generator)."""
 
     async def go():
@@ -105,7 +108,7 @@ def _with_generator(settings: Settings, role: str, layout: Layout, meter: UsageM
     return asyncio.run(go())
 
 
-def _report(stage: str, generator: Generator, prompt_ref: str, items: int, flags: list[str], meter: UsageMeter) -> StageReport:
+def stage_report(stage: str, generator: Generator, prompt_ref: str, items: int, flags: list[str], meter: UsageMeter) -> StageReport:
     return StageReport(
         stage=stage,
         provider=generator.provider,
@@ -120,72 +123,72 @@ def _report(stage: str, generator: Generator, prompt_ref: str, items: int, flags
 
 def run_describe(settings: Settings, progress: Progress | None = None) -> StageReport:
     layout = Layout(settings.root)
-    elements: list[ElementRow] = _load(layout, "elements")
-    chunks: list[ChunkRow] = _load(layout, "chunks")
+    elements: list[ElementRow] = load_table(layout, "elements")
+    chunks: list[ChunkRow] = load_table(layout, "chunks")
     prompt = load_prompt("describe_image")
     meter = UsageMeter(prices=settings.llm_prices)
     targets = sum(e.kind in DESCRIBED_KINDS for e in elements)
 
-    described, generator = _with_generator(
+    described, generator = with_generator(
         settings, "vlm", layout, meter,
-        lambda g: describe_elements(elements, layout.root, g, prompt, _counter(targets, progress)),
+        lambda g: describe_elements(elements, layout.root, g, prompt, counter(targets, progress)),
     )
-    _save(layout, "elements", described)
-    _save(layout, "chunks", attach_descriptions(chunks, described))
+    save_table(layout, "elements", described)
+    save_table(layout, "chunks", attach_descriptions(chunks, described))
     flags = [e.vlm_flag for e in described if e.vlm_flag]
-    return _report("describe", generator, prompt.ref, targets, flags, meter)
+    return stage_report("describe", generator, prompt.ref, targets, flags, meter)
 
 
 def run_correct(settings: Settings, progress: Progress | None = None) -> StageReport:
     layout = Layout(settings.root)
-    chunks: list[ChunkRow] = _load(layout, "chunks")
+    chunks: list[ChunkRow] = load_table(layout, "chunks")
     prompt = load_prompt("correct_slide")
     meter = UsageMeter(prices=settings.llm_prices)
 
-    corrected, generator = _with_generator(
-        settings, "llm", layout, meter, lambda g: correct_chunks(chunks, g, prompt, _counter(len(chunks), progress))
+    corrected, generator = with_generator(
+        settings, "llm", layout, meter, lambda g: correct_chunks(chunks, g, prompt, counter(len(chunks), progress))
     )
-    _save(layout, "chunks", apply_headers(corrected, _load(layout, "headers", optional=True)))
+    save_table(layout, "chunks", apply_headers(corrected, load_table(layout, "headers", optional=True)))
     flags = [f for c in corrected for f in c.correction_flags]
-    return _report("correct", generator, prompt.ref, sum(c.unit == "slide" for c in corrected), flags, meter)
+    return stage_report("correct", generator, prompt.ref, sum(c.unit == "slide" for c in corrected), flags, meter)
 
 
 def run_headers(settings: Settings, progress: Progress | None = None) -> StageReport:
     layout = Layout(settings.root)
-    documents: list[DocumentRow] = _load(layout, "documents")
-    chunks: list[ChunkRow] = _load(layout, "chunks")
+    documents: list[DocumentRow] = load_table(layout, "documents")
+    chunks: list[ChunkRow] = load_table(layout, "chunks")
     prompt = load_prompt("extract_header")
     meter = UsageMeter(prices=settings.llm_prices)
 
-    headers, generator = _with_generator(
+    headers, generator = with_generator(
         settings, "llm", layout, meter,
         lambda g: extract_headers(documents, chunks, settings.header_fields, settings.header_slides, g, prompt),
     )
     if progress:
         progress(len(headers), len(headers))
-    _save(layout, "headers", headers)
-    _save(layout, "chunks", apply_headers(chunks, headers))
+    save_table(layout, "headers", headers)
+    save_table(layout, "chunks", apply_headers(chunks, headers))
     flags = [h.flag for h in headers if h.flag] + [f"missing_field: {m}" for h in headers for m in h.missing]
-    return _report("headers", generator, prompt.ref, len(headers), flags, meter)
+    return stage_report("headers", generator, prompt.ref, len(headers), flags, meter)
 
 
 def run_qa(settings: Settings, progress: Progress | None = None) -> StageReport:
     """Generate, flag and review-apply QA pairs; writes ``qa_pairs`` and ``qa_failures``."""
     layout = Layout(settings.root)
-    chunks: list[ChunkRow] = _load(layout, "chunks")
-    elements: list[ElementRow] = _load(layout, "elements")
+    chunks: list[ChunkRow] = load_table(layout, "chunks")
+    elements: list[ElementRow] = load_table(layout, "elements")
     prompt = load_prompt("generate_qa")
     meter = UsageMeter(prices=settings.llm_prices)
 
-    (pairs, failures), generator = _with_generator(
+    (pairs, failures), generator = with_generator(
         settings, "llm", layout, meter,
-        lambda g: generate_pairs(chunks, elements, settings, g, prompt, _counter(len(chunks), progress)),
+        lambda g: generate_pairs(chunks, elements, settings, g, prompt, counter(len(chunks), progress)),
     )
     final = build_qa_pairs(pairs, chunks, settings, load_decisions(layout.root))
-    _save(layout, "qa_pairs", final)
-    _save(layout, "qa_failures", failures)
+    save_table(layout, "qa_pairs", final)
+    save_table(layout, "qa_failures", failures)
     flags = [code for p in final for code in p.flags] + [f"generation_failed: {f.reason}" for f in failures]
-    return _report("qa", generator, prompt.ref, len(final), flags, meter)
+    return stage_report("qa", generator, prompt.ref, len(final), flags, meter)
 
 
-__all__ = ["MissingTablesError", "StageReport", "run_correct", "run_describe", "run_headers", "run_qa", "Path"]
+__all__ = ["MissingTablesError", "StageReport", "load_table", "run_correct", "run_describe", "run_headers", "run_qa", "save_table"]
