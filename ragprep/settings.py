@@ -154,6 +154,11 @@ class Settings(BaseSettings):
         0.15, ge=0, le=1, description="False-negative guard: skip a candidate scoring above the weakest gold by more than this."
     )
     negatives_min_chars: int = Field(30, ge=0, description="Text quotes shorter than this are never used as negatives.")
+    negatives_same_split: bool = Field(
+        True,
+        description="Negatives come only from quotes in the question's own split (train/val/test, by the same hash as the "
+        "dataset), so a test quote is never taught as irrelevant in train; smaller pools may leave sets short.",
+    )
     gold_min_support: float = Field(
         0.6, ge=0, le=1, description="A quote is gold when it holds at least this share of the answer's words."
     )

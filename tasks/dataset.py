@@ -45,8 +45,9 @@ from ragprep.settings import Settings
 from ragprep.storage import Layout
 
 SPLITS = ("train", "val", "test")
-VERSIONED_TABLES = ("documents", "chunks", "elements", "headers", "qa_pairs")
-ID_COLUMNS = {"documents": "doc_id", "chunks": "chunk_id", "elements": "element_id", "headers": "doc_id", "qa_pairs": "qa_id"}
+VERSIONED_TABLES = ("documents", "chunks", "elements", "headers", "qa_pairs", "quotes", "mm_items")
+ID_COLUMNS = {"documents": "doc_id", "chunks": "chunk_id", "elements": "element_id", "headers": "doc_id", "qa_pairs": "qa_id",
+              "quotes": "quote_id", "mm_items": "item_id"}
 
 
 class VersionInfo(BaseModel):
@@ -103,7 +104,10 @@ def row_digests(table: pa.Table, id_column: str) -> dict[str, str]:
 
 
 def assemble_version_tables(layout: Layout, settings: Settings) -> dict[str, pa.Table]:
-    """The current tables with a ``split`` column where items are split; approved QA pairs only."""
+    """The current tables with a ``split`` column where items are split; approved QA pairs only.
+
+    QA pairs, quotes and candidate sets (``mm_items``) follow their chunk's split; candidate
+    sets of QA pairs that are no longer approved are left out."""
     tables: dict[str, pa.Table] = {}
     for name in VERSIONED_TABLES:
         path = layout.table_path(name)
@@ -118,6 +122,18 @@ def assemble_version_tables(layout: Layout, settings: Settings) -> dict[str, pa.
     if "qa_pairs" in tables:
         qa = tables["qa_pairs"].filter(pc.equal(tables["qa_pairs"].column("status"), "approved"))
         tables["qa_pairs"] = qa.append_column("split", pa.array([chunk_split.get(c) for c in qa.column("chunk_id").to_pylist()], pa.string()))
+    for name in ("quotes", "mm_items"):
+        if name in tables:
+            table = tables[name]
+            if name == "mm_items" and "qa_pairs" in tables:
+                # a QA pair rejected in review since the sets were mined takes its sets with it
+                approved = set(tables["qa_pairs"].column("qa_id").to_pylist())
+                keep = [origin != "qa_pair" or key in approved
+                        for origin, key in zip(table.column("origin").to_pylist(), table.column("q_key").to_pylist())]
+                table = table.filter(pa.array(keep, pa.bool_()))
+            tables[name] = table.append_column(
+                "split", pa.array([chunk_split.get(c) for c in table.column("chunk_id").to_pylist()], pa.string())
+            )
     if "elements" in tables:
         element_split: dict[str, str] = {}
         for cid, members in zip(chunks.column("chunk_id").to_pylist(), chunks.column("element_ids").to_pylist()):
@@ -164,7 +180,8 @@ def _source_documents(tables: dict[str, pa.Table]) -> list[dict[str, str]]:
 def _provenance(tables: dict[str, pa.Table]) -> dict[str, list[str]]:
     """Prompt id@version and provider/model pairs that produced the generated rows."""
     columns = {"chunks": ("correct_prompt", "correct_provider", "correct_model"), "qa_pairs": ("prompt", "provider", "model"),
-               "elements": ("vlm_prompt", "vlm_provider", "vlm_model"), "headers": ("prompt", "provider", "model")}
+               "elements": ("vlm_prompt", "vlm_provider", "vlm_model"), "headers": ("prompt", "provider", "model"),
+               "quotes": ("vlm_prompt", "vlm_provider", "vlm_model"), "mm_items": ("prompt", "provider", "model")}
     prompts: set[str] = set()
     models: set[str] = set()
     for name, (prompt, provider, model) in columns.items():
@@ -316,7 +333,8 @@ def quality_gate(settings: Settings):
 
     def gate(tables: dict[str, pa.Table], out_dir: Path) -> tuple[bool, list[str]]:
         result = run_quality_gate(
-            tables, settings.split_ratios, settings.split_share_tolerance, settings.chunk_token_bounds, out_dir, FLAG_CODES
+            tables, settings.split_ratios, settings.split_share_tolerance, settings.chunk_token_bounds, out_dir, FLAG_CODES,
+            image_root=settings.root, candidate_sets=[tuple(b) for b in settings.candidate_sets],
         )
         holder["result"] = result
         failed = [f"{o.table}: {o.expectation}" + (f" ({o.column})" if o.column else "") for o in result.outcomes if not o.success]

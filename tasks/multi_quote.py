@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -36,11 +36,24 @@ def _fact(quote: QuoteRow) -> str | None:
     return heuristic_qa.fact_of(quote.text if quote.modality == "text" else (quote.ocr_text or quote.vlm_text or ""))
 
 
-def pick_groups(quotes: Sequence[QuoteRow], per_doc: int, seed: int) -> list[list[QuoteRow]]:
+def pick_groups(
+    quotes: Sequence[QuoteRow], per_doc: int, seed: int, split_of_quote: Callable[[QuoteRow], str] | None = None
+) -> list[list[QuoteRow]]:
+    """Up to ``per_doc`` groups per document; with ``split_of_quote`` a group never mixes splits
+    (the documents' quotes are grouped per split, the largest split first)."""
     by_doc: dict[str, list[QuoteRow]] = {}
     for quote in sorted(quotes, key=lambda q: (q.doc_id, q.page_id, q.layout_id)):
         if quote.chunk_id and _fact(quote):
             by_doc.setdefault(quote.doc_id, []).append(quote)
+    if split_of_quote is not None:
+        split_docs: dict[str, list[QuoteRow]] = {}
+        for doc_id, members in by_doc.items():
+            per_split: dict[str, list[QuoteRow]] = {}
+            for quote in members:
+                per_split.setdefault(split_of_quote(quote), []).append(quote)
+            for name, part in per_split.items():
+                split_docs[f"{doc_id}:{name}"] = part
+        by_doc = split_docs
     groups: list[list[QuoteRow]] = []
     for doc_id, members in sorted(by_doc.items()):
         texts = [q for q in members if q.modality == "text"]

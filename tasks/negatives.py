@@ -18,6 +18,9 @@ quotes of one document):
    answer guard needs an answer of 2+ characters (normalised): a one-digit answer occurs in
    most quotes, so those rely on the margin guard. Supporting quotes beyond ``gold_max``
    are never negatives either.
+   With ``negatives_same_split`` (default) only quotes of the question's own split are
+   candidates (the split the dataset stage will assign: the same hash of the chunk or
+   document id), so evaluation quotes are never training negatives.
 4. Budgets are (text, image) pairs, MMDocRAG's 15 = 10 + 5 and 20 = 12 + 8. More gold of a
    modality than its budget: the weakest gold are left out and counted (``gold_dropped``).
    Pools that cannot fill the budget leave the set ``short`` with the empty slots counted.
@@ -268,6 +271,14 @@ def build_set(
     )
 
 
+def split_key(chunk_id: str | None, doc_id: str, settings: Settings) -> str:
+    """The split the dataset stage will give an item of this chunk (same hash, same key)."""
+    from tasks.dataset import split_of
+
+    key = doc_id if settings.split_by == "document" or not chunk_id else chunk_id
+    return split_of(key, settings.split_ratios)
+
+
 def mine_candidate_sets(
     questions: Sequence[Question],
     quotes: Sequence[QuoteRow],
@@ -284,6 +295,7 @@ def mine_candidate_sets(
         [(q.modality == "image" and bool(q.img_path)) or (q.modality == "text" and len(q.text) >= settings.negatives_min_chars)
          for q in index.quotes], dtype=bool,
     )
+    quote_splits = np.array([split_key(q.chunk_id, q.doc_id, settings) for q in index.quotes], dtype=object)
     element_map = {e.element_id: e for e in elements}
     by_doc: dict[str, list[QuoteRow]] = {}
     for quote in index.quotes:
@@ -304,7 +316,10 @@ def mine_candidate_sets(
         part = with_gold[start:start + batch]
         scores = index.scores([f"{q.question} {q.answer}" for q, _, _ in part])
         for row, (question, gold, supporting) in enumerate(part):
+            allowed = eligible
+            if settings.negatives_same_split:
+                allowed = eligible & (quote_splits == split_key(question.chunk_id, question.doc_id, settings))
             for budget in settings.candidate_sets:
                 items.append(build_set(question, gold, scores[row], index, norm_texts, tuple(budget), settings, stats,
-                                       eligible, supporting))
+                                       allowed, supporting))
     return items, stats

@@ -49,7 +49,7 @@ from pydantic import BaseModel
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parents[1] / "expectations"
-SUITE_TABLES = ("documents", "chunks", "qa_pairs")
+SUITE_TABLES = ("documents", "chunks", "qa_pairs", "quotes", "mm_items")
 SPLITS = ("train", "val", "test")
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def _split_shares(df: pd.DataFrame, ratios: dict[str, float]) -> pd.DataFrame:
 
 
 def _split_leakage(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    parts = [frames[t][["chunk_id", "split"]] for t in ("chunks", "qa_pairs") if t in frames]
+    parts = [frames[t][["chunk_id", "split"]] for t in ("chunks", "qa_pairs", "quotes", "mm_items") if t in frames]
     pairs = pd.concat(parts, ignore_index=True).dropna()
     grouped = pairs.groupby("chunk_id", sort=True)["split"]
     out = pd.DataFrame(
@@ -130,12 +130,52 @@ def _qa_chunk_refs(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     )
 
 
-def _builders(ratios: dict[str, float]) -> dict[str, Callable[[dict[str, pd.DataFrame]], pd.DataFrame]]:
+def _quote_images(frames: dict[str, pd.DataFrame], image_root: Path | None) -> pd.DataFrame:
+    quotes = frames["quotes"]
+    images = quotes[quotes["modality"] == "image"]
+    paths = list(images["img_path"])
+    exists = [bool(p) and image_root is not None and (Path(image_root) / p).is_file() for p in paths]
+    return pd.DataFrame({"quote_id": list(images["quote_id"]), "img_path": paths, "image_exists": exists},
+                        columns=["quote_id", "img_path", "image_exists"])
+
+
+def _mm_item_checks(frames: dict[str, pd.DataFrame], candidate_sets: Sequence[tuple[int, int]]) -> pd.DataFrame:
+    items = frames["mm_items"]
+    quotes = frames.get("quotes")
+    modality = dict(zip(quotes["quote_id"], quotes["modality"])) if quotes is not None else {}
+    chunks = set(frames["chunks"]["chunk_id"]) if "chunks" in frames else set()
+    budgets = {tuple(b) for b in candidate_sets}
+    rows = []
+    for item in items.to_dict("records"):
+        texts, images = list(item["text_quote_ids"]), list(item["image_quote_ids"])
+        members = texts + images
+        gold = list(item["gold_quote_ids"])
+        rows.append({
+            "item_id": item["item_id"],
+            "chunk_exists": item["chunk_id"] in chunks,
+            "quotes_exist": all(modality.get(q) == "text" for q in texts) and all(modality.get(q) == "image" for q in images),
+            "has_gold": bool(gold),
+            "gold_in_set": set(gold) <= set(members) and len(gold) == len(item["gold_labels"]),
+            "budget_known": (int(item["n_text"]), int(item["n_image"])) in budgets,
+            "full_or_short": len(texts) + int(item["short_text"]) == item["n_text"]
+            and len(images) + int(item["short_image"]) == item["n_image"]
+            and bool(item["short"]) == bool(item["short_text"] or item["short_image"]),
+            "no_repeats": len(set(members)) == len(members),
+        })
+    columns = ["item_id", "chunk_exists", "quotes_exist", "has_gold", "gold_in_set", "budget_known", "full_or_short", "no_repeats"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _builders(
+    ratios: dict[str, float], image_root: Path | None = None, candidate_sets: Sequence[tuple[int, int]] = ((10, 5), (12, 8))
+) -> dict[str, Callable[[dict[str, pd.DataFrame]], pd.DataFrame]]:
     return {
         "chunks.split_shares": lambda f: _split_shares(f["chunks"], ratios),
         "chunks.split_leakage": _split_leakage,
         "qa_pairs.flags": _qa_flags,
         "qa_pairs.chunk_refs": _qa_chunk_refs,
+        "quotes.images": lambda f: _quote_images(f, image_root),
+        "mm_items.checks": lambda f: _mm_item_checks(f, candidate_sets),
     }
 
 
@@ -148,6 +188,10 @@ _KEY_COLUMNS = {
     "chunks.split_leakage": "chunk_id",
     "qa_pairs.flags": "qa_id",
     "qa_pairs.chunk_refs": "qa_id",
+    "quotes": "quote_id",
+    "quotes.images": "quote_id",
+    "mm_items": "item_id",
+    "mm_items.checks": "item_id",
 }
 
 
@@ -240,13 +284,18 @@ def run_quality_gate(
     token_bounds: tuple[int, int],
     out_dir: Path,
     allowed_flags: Sequence[str],
+    image_root: Path | None = None,
+    candidate_sets: Sequence[tuple[int, int]] = ((10, 5), (12, 8)),
 ) -> GateResult:
-    """Validate one dataset version's tables; write Data Docs to ``out_dir/data_docs/``."""
+    """Validate one dataset version's tables; write Data Docs to ``out_dir/data_docs/``.
+
+    ``image_root``: where quote images live (``img_path`` is relative to it); ``candidate_sets``:
+    the (text, image) budgets a candidate set may have."""
     import great_expectations as gx
     from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
     frames = {name: t.to_pandas() for name, t in tables.items() if name in SUITE_TABLES}
-    builders = _builders(ratios)
+    builders = _builders(ratios, image_root, candidate_sets)
     context = _ephemeral_context()
     source = context.data_sources.add_pandas("ragprep")
 

