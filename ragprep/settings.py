@@ -164,7 +164,7 @@ class Settings(BaseSettings):
     )
     gold_max: int = Field(3, ge=1, le=10, description="At most this many gold quotes per question (the best supported).")
     multi_quote_items_per_doc: int = Field(
-        3, ge=0, description="Questions written across 2-3 quotes of one document, per document (multi-quote items)."
+        3, ge=0, description="Questions written across 2-3 quotes of one document, per document and split (multi-quote items)."
     )
     # dataset versions
     split_ratios: dict[str, float] = Field(

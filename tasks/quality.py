@@ -1,14 +1,15 @@
 """Dataset quality gate: Great Expectations (1.x) suites from ``expectations/`` over one dataset version.
 
 ``run_quality_gate(tables, ratios, tolerance, token_bounds, out_dir, allowed_flags)`` validates the
-version's tables (``chunks`` and ``qa_pairs`` carry a ``split`` column; ``documents`` is optional)
+version's tables (``chunks``, ``qa_pairs``, ``quotes`` and ``mm_items`` carry a ``split`` column; all but ``chunks`` are optional)
 and returns a :class:`GateResult`; ``passed`` is True only if every expectation succeeded.
 
 Suites
     One JSON file per table (``expectations/<table>.json``, GX's own suite layout: ``name``,
     ``expectations`` of ``{type, kwargs, meta}``). Each expectation's ``meta.frame`` names the
     pandas frame it runs on: the table itself or a *derived* frame built here (``chunks.split_shares``,
-    ``chunks.split_leakage``, ``qa_pairs.flags``, ``qa_pairs.chunk_refs``). Split shares are checked
+    ``chunks.split_leakage``, ``qa_pairs.flags``, ``qa_pairs.chunk_refs``, ``quotes.images``,
+    ``mm_items.checks``). Split shares are checked
     on chunks, the unit the split hashes; QA pairs inherit their chunk's split, so their shares follow
     from the chunks' and may drift on small corpora without anything being wrong.
     Run-time values are GX suite parameters (``{"$PARAMETER": "min_tokens"}``) filled at validation:
