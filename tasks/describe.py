@@ -52,6 +52,17 @@ async def describe_visual(
     )
 
 
+def vlm_fields(generation: Generation) -> dict[str, str | None]:
+    """The ``vlm_*`` columns (shared by elements and quotes) of one description."""
+    return {
+        "vlm_text": generation.text.strip() or None,
+        "vlm_provider": generation.provider,
+        "vlm_model": generation.model,
+        "vlm_prompt": generation.prompt_ref,
+        "vlm_flag": generation.flag,
+    }
+
+
 def image_input(path: Path) -> ImageInput | None:
     mime = IMAGE_MIME.get(path.suffix.lower().lstrip("."))
     return ImageInput(path.read_bytes(), mime) if mime and path.exists() else None
@@ -65,15 +76,7 @@ async def describe_one(element: ElementRow, root: Path, generator: Generator, pr
         element.kind, element.unit, element.number, Path(element.source_path).name, structure, element.ocr_text,
         image, (element.image_width, element.image_height), facts, generator, prompt,
     )
-    return element.model_copy(
-        update={
-            "vlm_text": generation.text.strip() or None,
-            "vlm_provider": generation.provider,
-            "vlm_model": generation.model,
-            "vlm_prompt": generation.prompt_ref,
-            "vlm_flag": generation.flag,
-        }
-    )
+    return element.model_copy(update=vlm_fields(generation))
 
 
 async def describe_elements(

@@ -34,7 +34,7 @@ from schemas.chunks import ChunkRow
 from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
 from schemas.quotes import IMAGE_TYPES, QUOTES_SCHEMA, QuoteRow
-from tasks.describe import describe_visual, image_input
+from tasks.describe import describe_visual, image_input, vlm_fields
 from tasks.extract.base import ExtractContext
 from tasks.extract.pdf import PDF_LOCK
 from tasks.layout import LayoutBackend
@@ -268,10 +268,7 @@ async def describe_quotes(
             quote.ocr_text if quote.ocr_status != "from_source" else None, image,
             (quote.img_width, quote.img_height), {}, generator, prompt,
         )
-        described = quote.model_copy(update={
-            "vlm_text": generation.text.strip() or None, "vlm_provider": generation.provider,
-            "vlm_model": generation.model, "vlm_prompt": generation.prompt_ref, "vlm_flag": generation.flag,
-        })
+        described = quote.model_copy(update=vlm_fields(generation))
         if on_done:
             on_done(described)
         return described
