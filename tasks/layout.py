@@ -6,7 +6,9 @@ One protocol, two backends:
   ``pymupdf-layout`` wheel (PyMuPDF 2.0 ``Page.get_layout()``), about 0.25 s per page on
   two cores. Region text comes from the page's text layer (words whose centre falls in
   the region); page headers and footers are dropped; consecutive list items of one
-  column are merged into one list region.
+  column are merged into one list region. A page with images or drawings on which the
+  model finds no region (a scan) becomes one full-page figure region, so its OCR text is
+  still a quote.
 - ``mineru``: MinerU's ``pipeline`` backend, run as the ``mineru`` command, read back
   from its ``*_content_list.json``. Used only when asked for; when the command or its
   models are missing it raises ``LayoutBackendUnavailable`` naming what is missing —
@@ -131,6 +133,7 @@ class PyMuPdfLayoutBackend:
             boxes = list(page.layout_information or [])
             words = page.get_text("words", flags=TEXT_FLAGS)
             size = (round(page.rect.width, 2), round(page.rect.height, 2))
+            has_ink = bool(page.get_images()) or bool(page.get_cdrawings())
         regions: list[Region] = []
         for *coords, cls in boxes:
             if cls in DROPPED_CLASSES:
@@ -144,6 +147,9 @@ class PyMuPdfLayoutBackend:
             elif not text:
                 continue
             regions.append(Region(box, kind, text))
+        if not regions and has_ink:
+            # a scanned page the model finds nothing on: the whole page is one image quote (OCR'd)
+            regions.append(Region((0.0, 0.0, *size), "figure", _words_text(words)))
         return PageLayout(page.number, size, _merge_lists(regions))
 
     def pages(self, path: Path) -> Iterator[PageLayout]:

@@ -50,7 +50,8 @@ def quote_fingerprint(settings: Settings, backend_name: str) -> str:
     """What changes a document's PDF quotes: backend, crop resolution, OCR settings, rules."""
     ocr = (settings.ocr_enabled, settings.ocr_languages, settings.ocr_min_confidence, settings.ocr_min_chars,
            settings.ocr_min_mean_confidence)
-    return stable_id("quotes", backend_name, settings.quote_crop_dpi, ocr, QUOTE_RULES_VERSION, __version__)[:12]
+    return stable_id("quotes", backend_name, settings.quote_crop_dpi, settings.ocr_max_side_px, ocr, QUOTE_RULES_VERSION,
+                     __version__)[:12]
 
 
 def _ocr_fields(ctx: ExtractContext, png: bytes) -> tuple[str | None, str]:
@@ -59,8 +60,11 @@ def _ocr_fields(ctx: ExtractContext, png: bytes) -> tuple[str | None, str]:
     return text or None, status
 
 
-def pdf_quotes(document: DocumentRow, backend: LayoutBackend, ctx: ExtractContext, dpi: int) -> list[QuoteRow]:
-    """Quotes of one PDF: a layout pass, then a crop + OCR for every table and figure."""
+def pdf_quotes(
+    document: DocumentRow, backend: LayoutBackend, ctx: ExtractContext, dpi: int, max_side_px: int = 3000
+) -> list[QuoteRow]:
+    """Quotes of one PDF: a layout pass, then a crop + OCR for every table and figure
+    (rendered at ``dpi``, lowered so the crop's longest side stays within ``max_side_px``)."""
     path = Path(document.path)
     rows: list[QuoteRow] = []
     with PDF_LOCK:
@@ -70,8 +74,10 @@ def pdf_quotes(document: DocumentRow, backend: LayoutBackend, ctx: ExtractContex
             for layout_id, region in enumerate(page.regions):
                 fields: dict = {}
                 if region.type in IMAGE_TYPES:
+                    longest = max(region.bbox[2] - region.bbox[0], region.bbox[3] - region.bbox[1], 1.0)
+                    crop_dpi = max(36, min(dpi, int(max_side_px * 72 / longest)))
                     with PDF_LOCK:
-                        pix = pdf[page.page_id].get_pixmap(clip=pymupdf.Rect(region.bbox), dpi=dpi)
+                        pix = pdf[page.page_id].get_pixmap(clip=pymupdf.Rect(region.bbox), dpi=crop_dpi)
                         png = pix.tobytes("png")
                     stored = ctx.layout.save_image(png, "png")
                     ocr_text, ocr_status = _ocr_fields(ctx, png)
@@ -97,7 +103,7 @@ def cached_pdf_quotes(
     part = ctx.layout.parts_dir / "quotes" / f"{document.doc_id}-{quote_fingerprint(settings, backend.name)}.parquet"
     if part.exists():
         return read_rows(part, QuoteRow, QUOTES_SCHEMA), True
-    rows = pdf_quotes(document, backend, ctx, settings.quote_crop_dpi)
+    rows = pdf_quotes(document, backend, ctx, settings.quote_crop_dpi, settings.ocr_max_side_px)
     atomic_write_parquet(rows_to_table(rows, QUOTES_SCHEMA), part)
     return rows, False
 

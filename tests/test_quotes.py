@@ -22,7 +22,10 @@ from tasks.dataset import build_version, latest_version, quality_gate
 from tasks.enrich import load_table, run_qa
 from tasks.export_mmdocrag import export_mmdocrag
 from tasks.ingest import assemble_tables, discover, ingest_document, make_ocr_engine
-from tasks.layout import LayoutBackendUnavailable, MinerUBackend, parse_mineru_content_list
+from schemas.documents import DocumentRow
+from tasks.extract.base import ExtractContext
+from tasks.layout import LayoutBackendUnavailable, MinerUBackend, PyMuPdfLayoutBackend, parse_mineru_content_list
+from tasks.quotes import pdf_quotes
 from tasks.mmdoc import chunk_pages, run_negatives, run_quotes
 from tasks.negatives import Question, mine_candidate_sets, normalised, questions_from_qa, search_text
 from tasks.qa_flags import support_share
@@ -73,6 +76,20 @@ def test_known_korean_table_is_an_image_quote_whose_ocr_has_its_cells(mm_root):
         assert quote.img_width > 300 and quote.ocr_status == "ok"
         assert quote.vlm_text.startswith("Heuristic description: table") and quote.vlm_provider == "heuristic"
         assert quote.chunk_id and quote.layout_backend == "pymupdf-layout"
+
+
+@needs_tesseract
+def test_a_scanned_pdf_gives_one_ocrd_image_quote_per_page(tmp_path):
+    settings = Settings(root=tmp_path)
+    layout = Layout(tmp_path)
+    path = CORPUS / "pdf_scan_multipage_ocr.pdf"
+    document = DocumentRow.model_construct(doc_id="scan", path=str(path))
+    ctx = ExtractContext("scan", str(path), settings, layout, make_ocr_engine(settings, layout))
+    quotes = pdf_quotes(document, PyMuPdfLayoutBackend(), ctx, settings.quote_crop_dpi, settings.ocr_max_side_px)
+    assert [q.page_id for q in quotes] == list(range(6)) and all(q.modality == "image" for q in quotes)
+    text = " ".join(q.ocr_text or "" for q in quotes).lower()
+    assert all(word in text for word in ("widow", "garden"))
+    assert all(max(q.img_width, q.img_height) <= settings.ocr_max_side_px for q in quotes)
 
 
 def test_quote_identity_is_document_page_layout(mm_root):
