@@ -39,6 +39,7 @@ class ReviewRow(Decision):
 
     applied_at: datetime
     source_file: str
+    chunk_id: str | None = Field(None, description="The pair's chunk when the decision was applied (dataset splits follow it).")
 
 
 REVIEW_SCHEMA = pa.schema(
@@ -51,5 +52,6 @@ REVIEW_SCHEMA = pa.schema(
         pa.field("decided_at", pa.timestamp("us", tz="UTC")),
         pa.field("applied_at", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("source_file", pa.string(), nullable=False),
+        pa.field("chunk_id", pa.string()),
     ]
 )

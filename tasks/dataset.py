@@ -43,11 +43,14 @@ from ragprep.dataset_store import (
 from ragprep.ids import stable_id
 from ragprep.settings import Settings
 from ragprep.storage import Layout
+from schemas import rows_to_table
+from schemas.review import REVIEW_SCHEMA
+from tasks.review import load_decisions
 
 SPLITS = ("train", "val", "test")
-VERSIONED_TABLES = ("documents", "chunks", "elements", "headers", "qa_pairs", "quotes", "mm_items")
+VERSIONED_TABLES = ("documents", "chunks", "elements", "headers", "qa_pairs", "quotes", "mm_items", "review")
 ID_COLUMNS = {"documents": "doc_id", "chunks": "chunk_id", "elements": "element_id", "headers": "doc_id", "qa_pairs": "qa_id",
-              "quotes": "quote_id", "mm_items": "item_id"}
+              "quotes": "quote_id", "mm_items": "item_id", "review": "qa_id"}
 
 
 class VersionInfo(BaseModel):
@@ -106,8 +109,9 @@ def row_digests(table: pa.Table, id_column: str) -> dict[str, str]:
 def assemble_version_tables(layout: Layout, settings: Settings) -> dict[str, pa.Table]:
     """The current tables with a ``split`` column where items are split; approved QA pairs only.
 
-    QA pairs, quotes and candidate sets (``mm_items``) follow their chunk's split; candidate
-    sets of QA pairs that are no longer approved are left out."""
+    QA pairs, quotes, candidate sets (``mm_items``) and review decisions (``review``, the latest
+    per QA pair; a decision for a pair that no longer exists has no split) follow their chunk's
+    split; candidate sets of QA pairs that are no longer approved are left out."""
     tables: dict[str, pa.Table] = {}
     for name in VERSIONED_TABLES:
         path = layout.table_path(name)
@@ -119,6 +123,15 @@ def assemble_version_tables(layout: Layout, settings: Settings) -> dict[str, pa.
     keys = chunks.column("doc_id" if settings.split_by == "document" else "chunk_id").to_pylist()
     chunk_split = {cid: split_of(key, settings.split_ratios) for cid, key in zip(chunks.column("chunk_id").to_pylist(), keys)}
     tables["chunks"] = chunks.append_column("split", pa.array([chunk_split[c] for c in chunks.column("chunk_id").to_pylist()]))
+    decisions = load_decisions(layout.root)
+    if decisions:
+        # the latest expert decision per QA pair, following the pair's chunk into its split
+        qa_chunk = dict(zip(tables["qa_pairs"].column("qa_id").to_pylist(), tables["qa_pairs"].column("chunk_id").to_pylist())) \
+            if "qa_pairs" in tables else {}
+        review = rows_to_table([decisions[k] for k in sorted(decisions)], REVIEW_SCHEMA)
+        chunk_ids = [qa_chunk.get(q) or c for q, c in zip(review.column("qa_id").to_pylist(), review.column("chunk_id").to_pylist())]
+        review = review.set_column(review.schema.get_field_index("chunk_id"), "chunk_id", pa.array(chunk_ids, pa.string()))
+        tables["review"] = review.append_column("split", pa.array([chunk_split.get(c) for c in chunk_ids], pa.string()))
     if "qa_pairs" in tables:
         qa = tables["qa_pairs"].filter(pc.equal(tables["qa_pairs"].column("status"), "approved"))
         tables["qa_pairs"] = qa.append_column("split", pa.array([chunk_split.get(c) for c in qa.column("chunk_id").to_pylist()], pa.string()))

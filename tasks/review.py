@@ -12,7 +12,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
 from ragprep.storage import Layout, atomic_write_parquet
@@ -63,23 +62,24 @@ def read_decisions_file(path: Path) -> DecisionsFile:
 
 def apply_decisions_file(path: Path, root: Path) -> ApplyReport:
     """Store a decisions file in the review table and apply it to the current qa_pairs."""
+    from schemas.qa_pairs import QA_PAIRS_SCHEMA
+
     decisions = read_decisions_file(path)
+    qa_path = Layout(root).table_path("qa_pairs")
+    pairs = read_rows(qa_path, QaPairRow, QA_PAIRS_SCHEMA) if qa_path.exists() else []
+    chunk_of = {p.qa_id: p.chunk_id for p in pairs}
     now = datetime.now(timezone.utc)
-    rows = [ReviewRow(**d.model_dump(), applied_at=now, source_file=str(path)) for d in decisions.decisions]
+    rows = [ReviewRow(**d.model_dump(), applied_at=now, source_file=str(path), chunk_id=chunk_of.get(d.qa_id))
+            for d in decisions.decisions]
     for row in rows:
         if row.decision == "edit" and not (row.question or row.answer):
             raise ReviewFileError(f"{path}: decision 'edit' for {row.qa_id} carries no edited question or answer")
     target = review_table_path(root)
-    previous = pq.read_table(target) if target.exists() else REVIEW_SCHEMA.empty_table()
-    atomic_write_parquet(pa.concat_tables([previous.cast(REVIEW_SCHEMA), rows_to_table(rows, REVIEW_SCHEMA)]), target)
-    layout = Layout(root)
-    qa_path = layout.table_path("qa_pairs")
-    known: set[str] = set()
+    previous = rows_to_table(read_rows(target, ReviewRow, REVIEW_SCHEMA), REVIEW_SCHEMA) if target.exists() \
+        else REVIEW_SCHEMA.empty_table()
+    atomic_write_parquet(pa.concat_tables([previous, rows_to_table(rows, REVIEW_SCHEMA)]), target)
+    known = set(chunk_of)
     if qa_path.exists():
-        from schemas.qa_pairs import QA_PAIRS_SCHEMA
-
-        pairs = read_rows(qa_path, QaPairRow, QA_PAIRS_SCHEMA)
-        known = {p.qa_id for p in pairs}
         atomic_write_parquet(rows_to_table(apply_review(pairs, load_decisions(root)), QA_PAIRS_SCHEMA), qa_path)
     counts: dict[str, int] = {}
     for row in rows:

@@ -20,6 +20,7 @@ from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_parquet
 from tasks.dataset import SPLITS, build_version, diff_versions, latest_version, list_versions, quality_gate, split_of
 from tasks.enrich import run_qa
+from tasks.review import apply_decisions_file
 from tasks.ingest import assemble_tables, discover, ingest_document
 from tests.conftest import REPO, SAMPLE_DOCS
 
@@ -162,3 +163,25 @@ def test_broken_tables_fail_the_gate_and_latest_does_not_move(root, breakage):
     assert any(expected in f for f in bad.failed_expectations), bad.failed_expectations
     statuses = {v.version_id: v.status for v in list_versions(root)}
     assert statuses == {good.version_id: "published", bad.version_id: "rejected"}
+
+
+def test_review_decisions_are_versioned_and_follow_their_chunk(root):
+    settings = Settings(root=root)
+    v1 = build_version(settings)
+    _, rows = run_query(Layout(root), "select qa_id, chunk_id, split from qa_pairs order by qa_id limit 2")
+    (rejected, chunk, split), (edited, _, _) = rows
+    decisions = root / "decisions.json"
+    decisions.write_text(json.dumps({"format": "ragprep-review-decisions/1", "decisions": [
+        {"qa_id": rejected, "decision": "reject", "reviewer": "kim"},
+        {"qa_id": edited, "decision": "edit", "question": "Edited question?", "answer": "edited", "reviewer": "lee"},
+    ]}))
+    apply_decisions_file(decisions, root)
+    run_qa(settings)  # every later build applies the decisions
+    v2 = build_version(settings)
+    assert v2.version_id != v1.version_id
+    _, review = run_query(Layout(root), "select qa_id, decision, chunk_id, split from review order by decision")
+    assert (rejected, "reject", chunk, split) in review and len(review) == 2
+    _, gone = run_query(Layout(root), f"select count(*) from qa_pairs where qa_id = '{rejected}'")
+    assert gone == [(0,)]
+    table = {d.table: d for d in diff_versions(root, v1.version_id, v2.version_id)}
+    assert table["review"].added == 2 and table["qa_pairs"].removed == 1 and table["qa_pairs"].changed == 1
