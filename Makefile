@@ -32,6 +32,7 @@ test: $(VENV)/.installed test-deps
 bench: $(VENV)/.installed system-deps
 	$(VENV)/bin/pip install -q -r bench/requirements.txt
 	$(PY) bench/extract.py
+	$(PY) bench/negatives.py
 
 ## Regenerate the committed sample documents (deterministic bytes).
 sample-docs: $(VENV)/.installed

@@ -348,7 +348,7 @@ def diff(
 
 @app.command()
 def sql(
-    query: Annotated[str, typer.Argument(help="DuckDB SQL over documents, elements, chunks, headers, qa_pairs, runs, ...")],
+    query: Annotated[str, typer.Argument(help="DuckDB SQL over documents, elements, chunks, headers, qa_pairs, quotes, mm_items, review, runs, ...")],
     root: RootOption = None,
     version: Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the latest published).")] = None,
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
