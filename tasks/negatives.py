@@ -202,8 +202,13 @@ def build_set(
     stats: MiningStats,
     eligible: np.ndarray,
     supporting: set[str] = frozenset(),
+    position: dict[str, int] | None = None,
+    same_doc: np.ndarray | None = None,
 ) -> MmItemRow:
-    """One candidate set; ``supporting``: further quotes that support the answer (never negatives)."""
+    """One candidate set; ``supporting``: further quotes that support the answer (never negatives).
+
+    ``position`` (quote_id -> index) and ``same_doc`` (mask of the question's document) are
+    derived from the index when not given; callers building many sets pass them in."""
     n_text, n_image = budget
     gold_ids = {q.quote_id for q, _ in gold} | set(supporting)
     kept: dict[str, list[tuple[QuoteRow, float]]] = {"text": [], "image": []}
@@ -214,11 +219,13 @@ def build_set(
             kept[quote.modality].append((quote, share))
         else:
             dropped += 1
-    position = {q.quote_id: i for i, q in enumerate(index.quotes)}
+    if position is None:
+        position = {q.quote_id: i for i, q in enumerate(index.quotes)}
+    if same_doc is None:
+        same_doc = np.array([q.doc_id == question.doc_id for q in index.quotes], dtype=bool)
     gold_scores = [float(scores[position[q.quote_id]]) for q, _ in gold if q.quote_id in position]
     ceiling = (min(gold_scores) + settings.negatives_guard_margin) if gold_scores else float("inf")
     answer_norm = normalised(question.answer)
-    same_doc = np.array([q.doc_id == question.doc_id for q in index.quotes], dtype=bool)
     order = np.lexsort((-scores, ~same_doc))  # same document first, then by score
     room = {"text": n_text - len(kept["text"]), "image": n_image - len(kept["image"])}
     negatives: dict[str, list[QuoteRow]] = {"text": [], "image": []}
@@ -295,6 +302,10 @@ def mine_candidate_sets(
         [(q.modality == "image" and bool(q.img_path)) or (q.modality == "text" and len(q.text) >= settings.negatives_min_chars)
          for q in index.quotes], dtype=bool,
     )
+    position = {q.quote_id: i for i, q in enumerate(index.quotes)}
+    quote_docs = np.array([q.doc_id for q in index.quotes], dtype=object)
+    doc_masks: dict[str, np.ndarray] = {}
+    split_masks: dict[str, np.ndarray] = {}
     quote_splits = np.array([split_key(q.chunk_id, q.doc_id, settings) for q in index.quotes], dtype=object)
     element_map = {e.element_id: e for e in elements}
     by_doc: dict[str, list[QuoteRow]] = {}
@@ -318,8 +329,13 @@ def mine_candidate_sets(
         for row, (question, gold, supporting) in enumerate(part):
             allowed = eligible
             if settings.negatives_same_split:
-                allowed = eligible & (quote_splits == split_key(question.chunk_id, question.doc_id, settings))
+                split = split_key(question.chunk_id, question.doc_id, settings)
+                if split not in split_masks:
+                    split_masks[split] = eligible & (quote_splits == split)
+                allowed = split_masks[split]
+            if question.doc_id not in doc_masks:
+                doc_masks[question.doc_id] = quote_docs == question.doc_id
             for budget in settings.candidate_sets:
                 items.append(build_set(question, gold, scores[row], index, norm_texts, tuple(budget), settings, stats,
-                                       allowed, supporting))
+                                       allowed, supporting, position, doc_masks[question.doc_id]))
     return items, stats
