@@ -453,7 +453,7 @@ def score_quotes(
     gold: Annotated[Path, typer.Argument(help="The exported MMDocRAG JSONL (ragprep export mmdocrag).")],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
 ) -> None:
-    """Quote-selection precision/recall/F1 per modality (text [n], image ![](imageN)), micro and macro averaged."""
+    """Quote-selection precision/recall/F1 per modality (text \\[n], image ![](imageN)), micro and macro averaged."""
     import json
 
     from tasks.quote_scoring import ScoringInputError, score_files
@@ -467,13 +467,18 @@ def score_quotes(
     if format is OutputFormat.json:
         sys.stdout.write(json.dumps(corpus, indent=2) + "\n")
         return
-    table = Table(title=f"quote selection: {predictions.name} vs {gold.name}")
-    for column in ("modality", "items scored", "micro P", "micro R", "micro F1", "macro P", "macro R", "macro F1"):
-        table.add_column(column)
+    columns = ["modality", "items scored", "micro P", "micro R", "micro F1", "macro P", "macro R", "macro F1"]
+    rows = []
     for modality in ("text", "image", "all"):
         m = corpus[modality]
         cells = [f"{m[a][k]:.3f}" if m[a][k] is not None else "-" for a in ("micro", "macro") for k in ("precision", "recall", "f1")]
-        table.add_row(modality, str(m["n_scored"]), *cells)
+        rows.append((modality, str(m["n_scored"]), *cells))
+    if format is OutputFormat.csv:
+        sys.stdout.write(to_csv(columns, rows))
+        return
+    table = Table(*columns, title=f"quote selection: {predictions.name} vs {gold.name}")
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     if result.missing_predictions:
         console.print(f"{len(result.missing_predictions)} questions had no prediction (scored as empty selections)")
