@@ -253,6 +253,13 @@ def test_dataset_version_splits_quotes_and_sets_with_their_chunk_and_gates_them(
         join quotes q on q.quote_id = u.quote_id
         where q.split <> m.split and not list_contains(m.gold_quote_ids, q.quote_id)""")
     assert rows == [(0,)]
+    # the export reads the published version, one split at a time
+    out = CliRunner().invoke(app, ["export", "mmdocrag", "--root", str(root), "--out", str(tmp_path / "x"), "--split", "train"])
+    assert out.exit_code == 0, out.output
+    exported = tmp_path / "x" / "mmdocrag_15_train.jsonl"
+    assert validate_jsonl(exported) == []
+    _, rows = run_query(layout, "select count(*) from mm_items where split = 'train' and set_size = 15")
+    assert len(exported.read_text(encoding="utf-8").splitlines()) == rows[0][0] > 0
     # a missing crop fails the gate and LATEST stays
     before = latest_version(root)
     image = next(q for q in load_table(layout, "quotes") if q.modality == "image" and q.type == "table" and q.unit == "page")
