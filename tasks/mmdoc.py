@@ -25,7 +25,7 @@ from tasks.ingest import make_ocr_engine
 from tasks.layout import layout_backend_for
 from tasks.multi_quote import pick_groups, write_questions
 from tasks.negatives import MiningStats, mine_candidate_sets, questions_from_qa, split_key
-from tasks.quotes import assign_chunks, cached_pdf_quotes, describe_quotes, needs_description, quote_counts, slide_quotes
+from tasks.quotes import assign_chunks, cached_pdf_quotes, describe_quotes, quote_counts, slide_quotes
 
 
 class QuotesReport(BaseModel):
@@ -82,7 +82,7 @@ def run_quotes(settings: Settings, progress: Progress | None = None) -> QuotesRe
     meter = UsageMeter(prices=settings.llm_prices)
     described, generator = with_generator(
         settings, "vlm", layout, meter,
-        lambda g: describe_quotes(quotes, layout.root, g, prompt, counter(sum(map(needs_description, quotes)), None)),
+        lambda g: describe_quotes(quotes, layout.root, g, prompt),
     )
     save_table(layout, "quotes", described)
     flags = failures + [f"vlm: {q.vlm_flag}" for q in described if q.vlm_flag]

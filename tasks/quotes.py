@@ -175,7 +175,8 @@ def slide_size(path: Path) -> tuple[float, float] | None:
 def slide_quotes(document: DocumentRow, elements: Sequence[ElementRow], layout: Layout, dpi: int) -> list[QuoteRow]:
     """One quote per shape group (its texts merged), table, chart and picture of every slide.
 
-    Speaker notes are not quotes (they are not on the slide)."""
+    Speaker notes are not quotes (they are not on the slide); a picture whose image could not
+    be saved at ingest is no image quote either."""
     size = slide_size(Path(document.path))
     by_slide: dict[int, list[ElementRow]] = {}
     for element in elements:
@@ -198,7 +199,7 @@ def slide_quotes(document: DocumentRow, elements: Sequence[ElementRow], layout: 
                 if outer is not None:
                     open_groups[outer] = len(groups)
                 groups.append(("title" if element.kind == "title" else "text", [element]))
-            elif element.kind in SLIDE_IMAGE_KINDS:
+            elif element.kind in SLIDE_IMAGE_KINDS and (element.kind != "picture" or element.image_path):
                 groups.append((SLIDE_IMAGE_KINDS[element.kind], [element]))
         for layout_id, (kind, members) in enumerate(groups):
             first = members[0]
@@ -224,7 +225,7 @@ def slide_quotes(document: DocumentRow, elements: Sequence[ElementRow], layout: 
                 bbox=_union(boxes) if boxes else [0.0, 0.0, *page_size], page_size=page_size,
                 element_id=first.element_id, layout_backend="python-pptx", **fields,
             ))
-    return [r for r in rows if r.modality == "image" and r.img_path or r.modality == "text"]
+    return rows
 
 
 def assign_chunks(quotes: Sequence[QuoteRow], chunks: Sequence[ChunkRow]) -> list[QuoteRow]:
