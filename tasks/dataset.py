@@ -94,6 +94,12 @@ def split_of(key: str, ratios: dict[str, float]) -> str:
     return SPLITS[-1]
 
 
+def split_for(chunk_id: str | None, doc_id: str, settings: Settings) -> str:
+    """The split of a chunk and everything that follows it: a hash of the chunk id, or of the
+    document id with ``split_by = "document"`` (or when there is no chunk)."""
+    return split_of(doc_id if settings.split_by == "document" or not chunk_id else chunk_id, settings.split_ratios)
+
+
 def _table_digest(table: pa.Table, id_column: str) -> str:
     rows = sorted(table.to_pylist(), key=lambda r: str(r.get(id_column)))
     return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
@@ -120,8 +126,8 @@ def assemble_version_tables(layout: Layout, settings: Settings) -> dict[str, pa.
     if "chunks" not in tables:
         raise FileNotFoundError(f"{layout.table_path('chunks')} does not exist; run `ragprep run PATHS --root {layout.root}` first")
     chunks = tables["chunks"]
-    keys = chunks.column("doc_id" if settings.split_by == "document" else "chunk_id").to_pylist()
-    chunk_split = {cid: split_of(key, settings.split_ratios) for cid, key in zip(chunks.column("chunk_id").to_pylist(), keys)}
+    chunk_split = {cid: split_for(cid, doc_id, settings)
+                   for cid, doc_id in zip(chunks.column("chunk_id").to_pylist(), chunks.column("doc_id").to_pylist())}
     tables["chunks"] = chunks.append_column("split", pa.array([chunk_split[c] for c in chunks.column("chunk_id").to_pylist()]))
     decisions = load_decisions(layout.root)
     if decisions:

