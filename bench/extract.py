@@ -36,19 +36,17 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from importlib import util as importlib_util
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
-import extract_tools  # noqa: E402  (bench/ helper, found through sys.path)
+import extract_tools  # noqa: E402  (bench/ helpers, found through sys.path)
+from bench_common import DEFAULT_CORPUS, read_corpus, result_header, results_json, write_result  # noqa: E402
 
-DEFAULT_CORPUS = REPO_ROOT / ".." / "shared" / "corpus"
-DEFAULT_JSON = BENCH_DIR / "results" / "extract.json"
+DEFAULT_JSON = results_json("extract")
 AIM_SPEEDUP = 3.0
 AIM_TEXT = "extraction without OCR at least 3x faster than both peers while keeping tables, charts, notes and pictures"
 UNIT = {"pdf": "pages", "pptx": "slides"}
@@ -402,11 +400,11 @@ def run_bench(args, docs: list[Doc], log) -> tuple[dict[str, ToolState], dict, f
 
 
 def ocr_unavailable_reason() -> str | None:
-    from ragprep.ocr import TesseractOcr
+    from ragprep.engines.ocr import TesseractOcr
     from ragprep.settings import Settings
 
     settings = Settings(root=Path(tempfile.gettempdir()))
-    reason = TesseractOcr(settings.ocr_languages, settings.ocr_min_confidence, None).unavailable_reason()
+    reason = TesseractOcr(settings.ocr.languages, settings.ocr.min_confidence, None).unavailable_reason()
     return f"skipped: {reason}" if reason else None
 
 
@@ -592,13 +590,13 @@ def profile_ragprep(docs: list[Doc], top: int, out_dir: Path, print_) -> dict:
     """cProfile of ragprep (OCR off) per format, after one warm run; top functions by own time."""
     from ragprep.settings import Settings
     from ragprep.storage import Layout
-    from tasks.chunking import build_chunks
-    from tasks.extract import ExtractContext, extract
+    from tasks.ingest.chunking import build_chunks
+    from tasks.ingest.extract import ExtractContext, extract
 
     def run_all(files: list[Doc]) -> None:
         for doc in files:
             with tempfile.TemporaryDirectory(prefix="ragprep-prof-") as tmp:
-                settings = Settings(root=Path(tmp), ocr_enabled=False)
+                settings = Settings(root=Path(tmp), ocr={"enabled": False})
                 ctx = ExtractContext(doc_id="bench", source_path=str(doc.path), settings=settings, layout=Layout(settings.root), ocr=None)
                 result = extract(doc.path, ctx)
                 build_chunks("bench", str(doc.path), result.format, result.elements, result.outline, result.n_units, settings)
@@ -666,14 +664,10 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    corpus = args.corpus.resolve()
-    if not corpus.is_dir():
-        print(f"corpus folder not found: {args.corpus}", file=sys.stderr)
+    loaded = read_corpus(args.corpus, discover, "no .pdf or .pptx files in {}")
+    if loaded is None:
         return 2
-    docs = discover(corpus)
-    if not docs:
-        print(f"no .pdf or .pptx files in {corpus}", file=sys.stderr)
-        return 2
+    corpus, docs = loaded
     ragprep_env = sorted(k for k in os.environ if k.startswith("RAGPREP_"))
 
     tools, run_info, wall = run_bench(args, docs, log)
@@ -765,10 +759,7 @@ def main(argv: list[str] | None = None) -> int:
         print_(f"\nRAGPREP FAILED: {json.dumps(ragprep_failures, ensure_ascii=False)}")
 
     result = {
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "corpus": str(args.corpus),
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        **result_header(args.corpus, args),
         "versions": {name: state.versions for name, state in tools.items()},
         "aim": AIM_TEXT,
         "aim_lines": aims,
@@ -787,9 +778,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": wall,
         "printed": lines_out,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(f"(results written to {args.json})")
+    write_result(args.json, result)
     return 1 if ragprep_failures else 0
 
 

@@ -136,13 +136,13 @@ def _baseline(path: Path, fmt: str, want_text: bool) -> Outcome:
 def _ragprep(path: Path, fmt: str, want_text: bool, ocr: bool) -> Outcome:
     from ragprep.settings import Settings
     from ragprep.storage import Layout
-    from tasks.chunking import build_chunks
-    from tasks.extract import ExtractContext, extract
-    from tasks.ingest import make_ocr_engine
+    from tasks.ingest.chunking import build_chunks
+    from tasks.ingest.extract import ExtractContext, extract
+    from tasks.ingest.run import make_ocr_engine
 
     # A fresh, empty root per run: no stored images and no OCR cache carried over.
     with tempfile.TemporaryDirectory(prefix="ragprep-bench-") as tmp:
-        settings = Settings(root=Path(tmp), ocr_enabled=ocr)
+        settings = Settings(root=Path(tmp), ocr={"enabled": ocr})
         layout = Layout(settings.root)
         with Clock() as clock:
             ctx = ExtractContext(

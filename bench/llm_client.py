@@ -25,16 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import openai  # noqa: E402
 
+from ragprep.engines.generator import Generator  # noqa: E402
 from ragprep.prompts import load_prompt  # noqa: E402
-from ragprep.providers.generator import Generator  # noqa: E402
 from ragprep.settings import Settings  # noqa: E402
 
 
 async def through_generator(base_url: str, n: int, concurrency: int) -> float:
-    settings = Settings(
-        root=Path(tempfile.mkdtemp()), llm_provider="openai", llm_model="bench", llm_base_url=base_url,
-        llm_concurrency=concurrency, llm_requests_per_minute=1e9, llm_max_retries=0,
-    )
+    settings = Settings(root=Path(tempfile.mkdtemp()), llm={"provider": "openai", "model": "bench", "base_url": base_url, "concurrency": concurrency, "requests_per_minute": 1e9, "max_retries": 0})
     generator = Generator(settings, "llm", cache_dir=None)
     prompt = load_prompt("correct_slide")
     try:

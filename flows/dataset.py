@@ -5,13 +5,13 @@ from __future__ import annotations
 from prefect import flow
 from prefect.artifacts import create_table_artifact
 
-from flows.ingest import build_settings
-from ragprep.settings import Settings
-from tasks.dataset import BuildResult
-from tasks.dataset_tasks import build_version_task
+from ragprep.settings import Settings, build_settings
+from tasks.dataset.versions import BuildResult
+from tasks.wrappers import build_version_task
 
 
 def run_dataset(settings: Settings) -> BuildResult:
+    """Build the dataset version, publish the quality gate as the ``quality-gate`` artifact, and return the build result."""
     result, gate = build_version_task(settings)
     if gate is not None:
         create_table_artifact(
@@ -36,4 +36,4 @@ def dataset_flow(root: str | None = None) -> BuildResult:
     Args:
         root: Output root holding the tables; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return run_dataset(build_settings(root, None, None))
+    return run_dataset(build_settings(root))

@@ -3,55 +3,52 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 from prefect import flow
-from prefect.artifacts import create_table_artifact
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel
 
+from flows.artifacts import publish_table
 from ragprep import progress
-from ragprep.settings import Settings
+from ragprep.report import Report
+from ragprep.settings import MAX_WORKERS, Settings, build_settings
 from ragprep.storage import Layout
 from schemas.documents import DocumentRow
 from schemas.runs import RunRow
-from tasks.ingest import DocumentOutcome
-from tasks.ingest_tasks import assemble_tables_task, discover_task, ingest_document_task
+from tasks.ingest.run import DocumentOutcome
+from tasks.wrappers import assemble_tables_task, discover_task, ingest_document_task
+
+_STATUS_COLOURS = {"ok": "green", "partial": "yellow", "failed": "red"}
 
 
 class IngestSummary(BaseModel):
+    """The run row and the documents as written, for the CLI and the ``ingest-summary`` artifact."""
+
     run: RunRow
     documents: list[DocumentRow]
     tables_dir: str
 
+    def headline(self) -> str:
+        """One line of counts."""
+        run = self.run
+        return (f"{run.n_documents} documents: {run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed "
+                f"({run.n_reused} unchanged, reused); {run.n_elements} elements, {run.n_chunks} chunks")
 
-def build_settings(root: str | None, workers: int | None, ocr: bool | None) -> Settings:
-    """Settings from env/ragprep.toml, with the flow's explicit parameters on top."""
-    overrides: dict[str, object] = {}
-    if root is not None:
-        overrides["root"] = Path(root)
-    if workers is not None:
-        overrides["workers"] = workers
-    if ocr is not None:
-        overrides["ocr_enabled"] = ocr
-    return Settings(**overrides)
-
-
-def summary_rows(documents: list[DocumentRow]) -> list[dict[str, object]]:
-    return [
-        {
-            "document": d.file_name,
-            "type": d.doc_type,
-            "format": d.format,
-            "status": d.status,
-            "units": d.n_units,
-            "chunks": d.n_chunks,
-            "ocr": d.n_ocr_units,
-            "reason": d.error or "; ".join(d.warnings)[:300],
-        }
-        for d in documents
-    ]
+    def report(self, colour: bool = False) -> Report:
+        """One row per document (status coloured for a terminal when ``colour``)."""
+        rows = [
+            [d.file_name, d.doc_type, d.format,
+             f"[{_STATUS_COLOURS[d.status]}]{d.status}[/]" if colour else d.status,
+             d.n_units, d.n_chunks, d.n_ocr_units, d.error or "; ".join(d.warnings)[:300]]
+            for d in self.documents
+        ]
+        return Report(
+            title="ragprep: documents",
+            columns=["document", "type", "format", "status", "units", "chunks", "ocr", "reason"],
+            rows=rows,
+            notes=[self.headline()],
+        )
 
 
 def ingest_documents(paths: list[str], settings: Settings) -> IngestSummary:
@@ -72,31 +69,42 @@ def ingest_documents(paths: list[str], settings: Settings) -> IngestSummary:
     finally:
         progress.current().end_run()
     run, documents = assemble_tables_task(outcomes, settings, started)
-    tables_dir = str(Layout(settings.root).tables_dir)
-    create_table_artifact(
-        key="ingest-summary",
-        table=summary_rows(documents),
-        description=(
-            f"ingest: {run.n_documents} documents ({run.n_ok} ok, {run.n_partial} partial, "
-            f"{run.n_failed} failed, {run.n_reused} unchanged and reused), {run.n_chunks} chunks; tables in {tables_dir}"
-        ),
+    summary = IngestSummary(run=run, documents=documents, tables_dir=str(Layout(settings.root).tables_dir))
+    publish_table(
+        "ingest-summary",
+        summary.report(),
+        f"ingest: {run.n_documents} documents ({run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed, "
+        f"{run.n_reused} unchanged and reused), {run.n_chunks} chunks; tables in {summary.tables_dir}",
     )
-    return IngestSummary(run=run, documents=documents, tables_dir=tables_dir)
+    return summary
 
 
-@flow(name="ingest", task_runner=ThreadPoolTaskRunner(max_workers=16), validate_parameters=True)
-def ingest_flow(
-    paths: list[str] = ["sample_docs"],  # noqa: B006 - Prefect shows the default in the UI
-    root: str | None = None,
-    workers: int | None = None,
-    ocr: bool | None = None,
-) -> IngestSummary:
-    """Extract slide decks and PDFs into elements and Markdown chunks (one slide or chapter per chunk).
+RUN_PARAMETERS = f"""
 
     Args:
         paths: Files or folders holding .pptx and .pdf documents.
         root: Output root; default RAGPREP_ROOT or ./ragprep-data.
-        workers: Documents processed at once (1-16); default RAGPREP_WORKERS or 2.
-        ocr: Run Tesseract OCR on pictures and text-less pages; default RAGPREP_OCR_ENABLED or on.
+        workers: Documents processed at once (1-{MAX_WORKERS}); default RAGPREP_WORKERS or 2.
+        ocr: Run Tesseract OCR on pictures and text-less pages; default RAGPREP_OCR__ENABLED or on.
     """
+"""The parameters of the flows that read documents, as the Prefect UI shows them."""
+
+
+def documents_flow(name: str):
+    """``@flow`` for a flow over documents: its thread pool, validated parameters, and the shared
+    parameter descriptions appended to its docstring (where the Prefect UI reads them)."""
+
+    def decorate(fn):
+        fn.__doc__ = (fn.__doc__ or "").rstrip() + RUN_PARAMETERS
+        return flow(name=name, task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), validate_parameters=True)(fn)
+
+    return decorate
+
+
+# A list default is deliberate in the flows below: the Prefect UI shows it in the run form.
+@documents_flow("ingest")
+def ingest_flow(
+    paths: list[str] = ["sample_docs"], root: str | None = None, workers: int | None = None, ocr: bool | None = None
+) -> IngestSummary:
+    """Extract slide decks and PDFs into elements and Markdown chunks (one slide or chapter per chunk)."""
     return ingest_documents(paths, build_settings(root, workers, ocr))

@@ -3,37 +3,51 @@
 from __future__ import annotations
 
 from prefect import flow
-from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel
 
-from flows.ingest import build_settings
-from ragprep.settings import Settings
-from tasks.mmdoc import NegativesReport, QuotesReport
-from tasks.mmdoc_tasks import negatives_task, quotes_task
+from flows.artifacts import publish_markdown
+from ragprep.report import Report
+from ragprep.settings import Settings, build_settings
+from tasks.mmdoc.run import NegativesReport, QuotesReport
+from tasks.wrappers import negatives_task, quotes_task
 
 
 class MmDocSummary(BaseModel):
+    """Quotes and (optionally) candidate sets of one run, for the CLI and the ``mmdoc-quotes`` artifact."""
+
     quotes: QuotesReport
     negatives: NegativesReport | None = None
 
+    def report(self) -> Report:
+        """Quotes per type, failed documents, and the candidate-set figures."""
+        q = self.quotes
+        notes = [f"failed: {f}" for f in q.failures]
+        n = self.negatives
+        if n is not None:
+            notes += [
+                f"**{n.sets} candidate sets** for {n.questions} questions ({n.multi_quote_questions} multi-quote); "
+                f"{n.no_gold} questions without a supporting quote; {n.short_sets} sets short of their budget.",
+                f"False-negative guard: {n.skipped_answer} candidates contained the answer, {n.skipped_margin} scored "
+                f"above the weakest gold by more than the margin ({100 * n.guard_share:.1f}% of {n.candidates_examined} "
+                "examined).",
+                f"Dense retrieval: {n.embedder}.",
+            ]
+        return Report(
+            title="ragprep: quotes",
+            columns=["type", "quotes"],
+            rows=[[k, v] for k, v in q.by_type.items()],
+            lead=[f"**{q.quotes} quotes** from {q.documents} documents ({q.reused} PDFs reused from earlier runs)."],
+            notes=notes,
+        )
+
 
 def publish_mmdoc(summary: MmDocSummary) -> None:
-    q = summary.quotes
-    lines = [f"**{q.quotes} quotes** from {q.documents} documents ({q.reused} PDFs reused from earlier runs).", "",
-             "| type | quotes |", "|---|---|"] + [f"| {k} | {v} |" for k, v in q.by_type.items()]
-    if q.failures:
-        lines += ["", "Failed documents:"] + [f"- {f}" for f in q.failures]
-    n = summary.negatives
-    if n is not None:
-        lines += ["", f"**{n.sets} candidate sets** for {n.questions} questions ({n.multi_quote_questions} multi-quote); "
-                  f"{n.no_gold} questions without a supporting quote; {n.short_sets} sets short of their budget.",
-                  f"False-negative guard: {n.skipped_answer} candidates contained the answer, {n.skipped_margin} scored above "
-                  f"the weakest gold by more than the margin ({100 * n.guard_share:.1f}% of {n.candidates_examined} examined).",
-                  f"Dense retrieval: {n.embedder}."]
-    create_markdown_artifact(key="mmdoc-quotes", markdown="\n".join(lines), description="Quotes and candidate sets")
+    """The summary as the ``mmdoc-quotes`` artifact."""
+    publish_markdown("mmdoc-quotes", summary.report(), "Quotes and candidate sets")
 
 
 def run_mmdoc_stages(settings: Settings, negatives: bool = True) -> MmDocSummary:
+    """Quotes, then candidate sets unless ``negatives`` is False; the summary is also published as an artifact."""
     summary = MmDocSummary(quotes=quotes_task(settings))
     if negatives:
         summary.negatives = negatives_task(settings)
@@ -48,7 +62,7 @@ def quotes_flow(root: str | None = None) -> MmDocSummary:
     Args:
         root: Output root holding the ingested tables; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return run_mmdoc_stages(build_settings(root, None, None), negatives=False)
+    return run_mmdoc_stages(build_settings(root), negatives=False)
 
 
 @flow(name="negatives")
@@ -58,4 +72,4 @@ def negatives_flow(root: str | None = None) -> MmDocSummary:
     Args:
         root: Output root holding the ingested tables and QA pairs; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return run_mmdoc_stages(build_settings(root, None, None))
+    return run_mmdoc_stages(build_settings(root))

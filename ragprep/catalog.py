@@ -22,12 +22,12 @@ from ragprep.dataset_store import (
     LocalDatasetStore,
     open_store,
 )
+from ragprep.errors import RagprepError
 from ragprep.storage import Layout
+from ragprep.tables import QUERYABLE_TABLES, TableStore, spec
 
-QUERYABLE_TABLES = ("documents", "elements", "chunks", "headers", "qa_pairs", "qa_failures", "quotes", "mm_items", "runs")
 
-
-class CatalogError(Exception):
+class CatalogError(RagprepError):
     """A query that cannot run; the message says why and what to do."""
 
 
@@ -44,22 +44,27 @@ def connect(layout: Layout, version: str | None = None, uri: str | None = None) 
         store = open_store(layout.root, uri)
         chosen = version or store.latest()
     except (DatasetStoreError, OSError) as exc:
-        raise CatalogError(f"cannot read the dataset store {uri or layout.root / 'datasets'}: {exc}") from exc
+        raise CatalogError(f"cannot read the dataset store {uri or layout.datasets_dir}: {exc}") from exc
     con = duckdb.connect(":memory:")
+    tables = TableStore(layout)
     if chosen is not None:
         _version_views(con, store, chosen)
-        for name in ("runs", "qa_failures"):
-            if layout.table_path(name).exists():
-                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(layout.table_path(name))}')")
+        for name in QUERYABLE_TABLES:  # the working tables that versions do not carry (runs, qa_failures)
+            if not spec(name).versioned and tables.exists(name):
+                _working_view(con, tables, name)
         return con
-    present = [name for name in QUERYABLE_TABLES if layout.table_path(name).exists()]
+    present = [name for name in QUERYABLE_TABLES if tables.exists(name)]
     if not present:
         raise CatalogError(
             f"no tables under {layout.tables_dir}; run `ragprep run PATHS --root {layout.root}` first"
         )
     for name in present:
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(layout.table_path(name))}')")
+        _working_view(con, tables, name)
     return con
+
+
+def _working_view(con: duckdb.DuckDBPyConnection, tables: TableStore, name: str) -> None:
+    con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(tables.path(name))}')")
 
 
 def _version_views(con: duckdb.DuckDBPyConnection, store: DatasetStore, version_id: str) -> None:
@@ -75,6 +80,7 @@ def _version_views(con: duckdb.DuckDBPyConnection, store: DatasetStore, version_
 
 
 def run_query(layout: Layout, query: str, version: str | None = None, uri: str | None = None) -> tuple[list[str], list[tuple]]:
+    """Run ``query`` over the views of ``connect``: the column names and the result rows."""
     con = connect(layout, version, uri)
     try:
         result = con.execute(query)
@@ -97,10 +103,12 @@ def _plain(value: object) -> object:
 
 
 def to_json(columns: list[str], rows: list[tuple]) -> str:
+    """The rows as an indented JSON array of objects keyed by column name."""
     return json.dumps([{c: _plain(v) for c, v in zip(columns, row)} for row in rows], ensure_ascii=False, indent=2)
 
 
 def to_csv(columns: list[str], rows: list[tuple]) -> str:
+    """The rows as CSV with a header line; list and dict values are written as JSON."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)

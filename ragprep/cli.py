@@ -19,7 +19,8 @@ from rich.table import Table
 
 from ragprep import __version__
 from ragprep.catalog import CatalogError, run_query, to_csv, to_json
-from ragprep.settings import Settings
+from ragprep.errors import RagprepError
+from ragprep.settings import MAX_WORKERS, Settings, build_settings
 from ragprep.storage import Layout
 
 app = typer.Typer(
@@ -51,9 +52,9 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-def _settings(**overrides: object) -> Settings:
+def _settings(root: Path | None = None, workers: int | None = None, ocr: bool | None = None) -> Settings:
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        return build_settings(root, workers, ocr)
     except ValidationError as exc:
         err.print(f"[red]invalid settings[/red] (RAGPREP_* environment or ragprep.toml):\n{exc}")
         raise typer.Exit(2) from exc
@@ -93,63 +94,46 @@ def _prepare() -> None:
 
 def _guarded(call):
     """Run a flow; turn the errors a user can fix into one clear line and exit 2."""
-    from ragprep.prompts import PromptError
-    from ragprep.providers.base import ProviderError
-    from ragprep.providers.guard import PrivacyGuardError
-    from tasks.enrich import MissingTablesError
-    from tasks.layout import LayoutBackendUnavailable
-
     try:
         return call()
-    except (FileNotFoundError, PrivacyGuardError, ProviderError, PromptError, MissingTablesError, LayoutBackendUnavailable) as exc:
+    except (FileNotFoundError, RagprepError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
 
 
-def _print_ingest(summary) -> None:
-    from flows.ingest import summary_rows
+def _print_report(report) -> None:
+    """A summary's report: its lead lines, its table, its notes (the flows publish the same report)."""
+    for line in report.lead:
+        console.print(line.replace("**", ""))  # Markdown emphasis is for the artifact
+    if report.rows:
+        console.print(report.rich_table())
+    for line in report.notes:
+        console.print(line.replace("**", ""))
 
-    table = Table(title="ragprep: documents", show_lines=False)
-    columns = ("document", "type", "format", "status", "units", "chunks", "ocr", "reason")
-    for column in columns:
-        table.add_column(column, overflow="fold", max_width=60 if column == "reason" else None)
-    colours = {"ok": "green", "partial": "yellow", "failed": "red"}
-    for row in summary_rows(summary.documents):
-        cells = [str(row[c]) for c in columns]
-        cells[3] = f"[{colours[row['status']]}]{cells[3]}[/]"
-        table.add_row(*cells)
-    console.print(table)
-    run = summary.run
-    console.print(
-        f"{run.n_documents} documents: {run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed "
-        f"({run.n_reused} unchanged, reused); {run.n_elements} elements, {run.n_chunks} chunks"
-    )
+
+def _print_ingest(summary) -> None:
+    _print_report(summary.report(colour=True))
 
 
 def _print_stages(reports) -> None:
-    if not reports:
-        return
-    table = Table(title="ragprep: generative stages")
-    for column in ("stage", "provider", "model", "prompt", "items", "flagged", "flags", "calls", "cached"):
-        table.add_column(column, overflow="fold")
-    for r in reports:
-        calls = sum(u.get("calls", 0) for u in r.usage)
-        cached = sum(u.get("cache_hits", 0) for u in r.usage)
-        flags = ", ".join(f"{k}: {v}" for k, v in sorted(r.flags.items())) or "-"
-        table.add_row(r.stage, r.provider, r.model, r.prompt, str(r.items), str(r.flagged), flags, str(calls), str(cached))
-    console.print(table)
+    from tasks.stage import stages_report
+
+    if reports:
+        _print_report(stages_report(reports))
 
 
 def _print_outputs(settings: Settings) -> None:
+    from ragprep.tables import QUERYABLE_TABLES
+
     layout = Layout(settings.root)
-    console.print(f"tables:  {layout.tables_dir}/{{documents,elements,chunks,headers,qa_pairs,quotes,mm_items,runs}}.parquet")
+    console.print(f"tables:  {layout.tables_dir}/{{{','.join(QUERYABLE_TABLES)}}}.parquet")
     console.print(f"images:  {layout.images_dir}")
-    if (layout.root / "review" / "latest.html").exists():
-        console.print(f"review:  {layout.root / 'review' / 'latest.html'} (then: ragprep review apply decisions.json)")
-    from tasks.dataset import latest_version
+    if layout.latest_review_report.exists():
+        console.print(f"review:  {layout.latest_review_report} (then: ragprep review apply decisions.json)")
+    from tasks.dataset.versions import latest_version
 
     if latest_version(settings.root, settings.dataset_uri):
-        console.print(f"dataset: {settings.dataset_uri or layout.root / 'datasets'} (ragprep versions)")
+        console.print(f"dataset: {settings.dataset_uri or layout.datasets_dir} (ragprep versions)")
     console.print(f'query:   ragprep sql "select split, count(*) from chunks group by 1" --root {settings.root}')
 
 
@@ -171,7 +155,7 @@ def _check_ingest(summary, paths: list[Path]) -> None:
 
 
 PathsArgument = Annotated[list[Path], typer.Argument(help="Files or folders of .pptx/.pdf documents.")]
-WorkersOption = Annotated[Optional[int], typer.Option(help="Documents processed at once (default 2).", min=1, max=16)]
+WorkersOption = Annotated[Optional[int], typer.Option(help=f"Documents processed at once (1-{MAX_WORKERS}, default 2).", min=1, max=MAX_WORKERS)]
 OcrOption = Annotated[Optional[bool], typer.Option("--ocr/--no-ocr", help="Run Tesseract OCR (default on).")]
 
 
@@ -181,13 +165,13 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
 
     Exits 1 only when no document was found or every document failed.
     """
-    settings = _settings(root=root, workers=workers, ocr_enabled=ocr)
+    settings = _settings(root, workers, ocr)
     _prepare()
     from flows.pipeline import pipeline_flow
 
     summary = _guarded(
         lambda: pipeline_flow(
-            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr_enabled
+            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr.enabled
         )
     )
     _print_ingest(summary.ingest)
@@ -203,13 +187,13 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
 @app.command()
 def ingest(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
     """Extract documents and build chunks (the ingest stage alone)."""
-    settings = _settings(root=root, workers=workers, ocr_enabled=ocr)
+    settings = _settings(root, workers, ocr)
     _prepare()
     from flows.ingest import ingest_flow
 
     summary = _guarded(
         lambda: ingest_flow(
-            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr_enabled
+            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr.enabled
         )
     )
     _print_ingest(summary)
@@ -217,24 +201,37 @@ def ingest(paths: PathsArgument, root: RootOption = None, workers: WorkersOption
     _check_ingest(summary, paths)
 
 
-def _stage_command(stage: str, doc: str):
-    def command(root: RootOption = None) -> None:
-        settings = _settings(root=root)
-        _prepare()
-        import flows.enrich as enrich
+STAGE_HELP = {
+    "describe": "Describe pictures, charts and tables (vlm_text) in the ingested tables.",
+    "correct": "Correct each slide's Markdown (markdown_v0); invented numbers are flagged.",
+    "headers": "Extract test-report headers and prepend them to their chunks (markdown_v1).",
+    "qa": "Generate and flag QA pairs per chunk, apply review decisions, write the review report.",
+}
+"""The single-stage commands over the working tables, in pipeline order."""
 
-        flow_fn = getattr(enrich, f"{stage}_flow")
+
+def _stage_flows() -> dict:
+    from flows.enrich import correct_flow, describe_flow, headers_flow
+    from flows.qa import qa_flow
+
+    return {"describe": describe_flow, "correct": correct_flow, "headers": headers_flow, "qa": qa_flow}
+
+
+def _stage_command(stage: str):
+    def command(root: RootOption = None) -> None:
+        settings = _settings(root)
+        _prepare()
+        flow_fn = _stage_flows()[stage]
         _print_stages(_guarded(lambda: flow_fn(root=str(settings.root))))
 
-    command.__doc__ = doc
+    command.__doc__ = STAGE_HELP[stage]
     command.__name__ = stage
     return command
 
 
-app.command(name="describe")(_stage_command("describe", "Describe pictures, charts and tables (vlm_text) in the ingested tables."))
-app.command(name="correct")(_stage_command("correct", "Correct each slide's Markdown (markdown_v0); invented numbers are flagged."))
-app.command(name="headers")(_stage_command("headers", "Extract test-report headers and prepend them to their chunks (markdown_v1)."))
-app.command(name="qa")(_stage_command("qa", "Generate and flag QA pairs per chunk, apply review decisions, write the review report."))
+for _stage in STAGE_HELP:
+    app.command(name=_stage)(_stage_command(_stage))
+
 
 review_app = typer.Typer(help="Expert review of flagged QA pairs.", no_args_is_help=True)
 app.add_typer(review_app, name="review")
@@ -246,9 +243,9 @@ def review_report(
     out: Annotated[Optional[Path], typer.Option("--out", help="Where to write the HTML (default ROOT/review/report-<build>.html).")] = None,
 ) -> None:
     """Write the self-contained HTML review report of flagged QA pairs."""
-    settings = _settings(root=root)
-    from tasks.enrich import MissingTablesError
-    from tasks.review_report import write_review_report
+    settings = _settings(root)
+    from ragprep.tables import MissingTablesError
+    from tasks.qa.review_report import write_review_report
 
     if not Layout(settings.root).table_path("qa_pairs").exists():
         err.print(f"[red]error:[/red] no qa_pairs under {settings.root}; run `ragprep qa --root {settings.root}` first")
@@ -267,9 +264,9 @@ def review_apply(
     root: RootOption = None,
 ) -> None:
     """Store review decisions (kept for every later build) and apply them to the QA pairs."""
-    from tasks.review import ReviewFileError, apply_decisions_file
+    from tasks.qa.review import ReviewFileError, apply_decisions_file
 
-    settings = _settings(root=root)
+    settings = _settings(root)
     try:
         report = apply_decisions_file(file, settings.root)
     except ReviewFileError as exc:
@@ -290,7 +287,7 @@ def dataset(root: RootOption = None) -> None:
 
     Exits 1 when the new version failed the gate (it is kept under datasets/rejected/).
     """
-    settings = _settings(root=root)
+    settings = _settings(root)
     _prepare()
     from flows.dataset import dataset_flow
 
@@ -303,9 +300,9 @@ def dataset(root: RootOption = None) -> None:
 @app.command()
 def versions(root: RootOption = None) -> None:
     """List dataset versions (published and rejected) with their row counts."""
-    from tasks.dataset import list_versions
+    from tasks.dataset.versions import list_versions
 
-    settings = _settings(root=root)
+    settings = _settings(root)
     table = Table(title=f"dataset versions under {settings.dataset_uri or f'{settings.root}/datasets'}")
     for column in ("version", "status", "created", "parent", "chunks (train/val/test)", "qa pairs (train/val/test)"):
         table.add_column(column)
@@ -330,9 +327,9 @@ def diff(
     root: RootOption = None,
 ) -> None:
     """Rows added, removed and changed per table between two dataset versions."""
-    from tasks.dataset import diff_versions
+    from tasks.dataset.versions import diff_versions
 
-    settings = _settings(root=root)
+    settings = _settings(root)
     try:
         diffs = diff_versions(settings.root, old, new, settings.dataset_uri)
     except FileNotFoundError as exc:
@@ -357,7 +354,7 @@ def sql(
 
     Example: ragprep sql "select split, count(*) from chunks group by 1"
     """
-    settings = _settings(root=root)
+    settings = _settings(root)
     try:
         columns, rows = run_query(Layout(settings.root), query, version, settings.dataset_uri)
     except CatalogError as exc:
@@ -376,28 +373,16 @@ def sql(
 
 
 def _print_mmdoc(summary) -> None:
-    q = summary.quotes
-    by_type = ", ".join(f"{k} {v}" for k, v in q.by_type.items()) or "-"
-    console.print(f"quotes: {q.quotes} from {q.documents} documents ({q.reused} PDFs reused); {by_type}")
-    for failure in q.failures:
-        err.print(f"[yellow]{failure}[/yellow]")
-    n = summary.negatives
-    if n is not None:
-        console.print(
-            f"candidate sets: {n.sets} for {n.questions} questions ({n.multi_quote_questions} multi-quote), "
-            f"{n.no_gold} without a supporting quote, {n.short_sets} short; false-negative guard skipped "
-            f"{n.skipped_answer} (answer inside) + {n.skipped_margin} (above gold margin) = {100 * n.guard_share:.1f}% "
-            f"of {n.candidates_examined} examined; dense: {n.embedder}"
-        )
+    _print_report(summary.report())
 
 
 @app.command()
 def quotes(root: RootOption = None) -> None:
     """Lay out PDF pages and slides into MMDocRAG quotes: text quotes, and image quotes (crop + OCR + VLM text).
 
-    The layout backend is RAGPREP_LAYOUT_BACKEND: pymupdf-layout (default, offline) or mineru.
+    The layout backend is RAGPREP_QUOTES__LAYOUT_BACKEND: pymupdf-layout (default, offline) or mineru.
     """
-    settings = _settings(root=root)
+    settings = _settings(root)
     _prepare()
     from flows.mmdoc import quotes_flow
 
@@ -407,7 +392,7 @@ def quotes(root: RootOption = None) -> None:
 @app.command()
 def negatives(root: RootOption = None) -> None:
     """Quotes, then candidate sets per approved QA pair and multi-quote question: gold + hard negatives (15 = 10+5, 20 = 12+8)."""
-    settings = _settings(root=root)
+    settings = _settings(root)
     _prepare()
     from flows.mmdoc import negatives_flow
 
@@ -431,9 +416,9 @@ def export_mmdocrag_command(
     Reads the latest published dataset version (or --version); before any version exists, the last run's tables.
     """
     from ragprep.catalog import connect
-    from tasks.export_mmdocrag import ExportError, export_mmdocrag
+    from tasks.export.mmdocrag import ExportError, export_mmdocrag
 
-    settings = _settings(root=root)
+    settings = _settings(root)
     try:
         con = connect(Layout(settings.root), version, settings.dataset_uri)
         result = export_mmdocrag(con, settings.root, out, size, split)
@@ -456,7 +441,7 @@ def score_quotes(
     """Quote-selection precision/recall/F1 per modality (text \\[n], image ![](imageN)), micro and macro averaged."""
     import json
 
-    from tasks.quote_scoring import ScoringInputError, score_files
+    from tasks.evaluate.files import ScoringInputError, score_files
 
     try:
         result = score_files(predictions, gold)

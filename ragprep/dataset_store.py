@@ -49,7 +49,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ragprep.storage import atomic_write_bytes
+from ragprep.errors import RagprepError
+from ragprep.storage import Layout, atomic_write_bytes
 
 MANIFEST = "manifest.json"
 POINTER = "LATEST"
@@ -57,7 +58,7 @@ FOLDERS = {"published": "versions", "rejected": "rejected"}
 CAS_ATTEMPTS = 10
 
 
-class DatasetStoreError(Exception):
+class DatasetStoreError(RagprepError):
     """The dataset store cannot be opened or written; the message says why and what to do."""
 
 
@@ -119,6 +120,7 @@ class DatasetStore:
 
     # reading
     def manifest(self, status: str, version_id: str) -> dict | None:
+        """The manifest of a version in ``status``'s folder; None when it has none (no committed version)."""
         data = self._read_bytes(FOLDERS[status], version_id, MANIFEST)
         return json.loads(data) if data is not None else None
 
@@ -144,6 +146,7 @@ class DatasetStore:
         return out
 
     def latest(self) -> str | None:
+        """The id LATEST names (the newest published version); None when nothing is published."""
         data = self._read_bytes(POINTER)
         return (data.decode().strip() or None) if data is not None else None
 
@@ -178,6 +181,7 @@ class DatasetStore:
             shutil.rmtree(folder, ignore_errors=True)
 
     def commit(self, staging: Path, version_id: str, passed: bool, manifest_for: ManifestFor) -> Commit:
+        """Commit a staged version, published when ``passed`` else rejected; the subclasses implement it."""
         raise NotImplementedError
 
 
@@ -191,6 +195,7 @@ class LocalDatasetStore(DatasetStore):
         super().__init__(pafs.LocalFileSystem(), str(self.directory.absolute()), str(self.directory))
 
     def local_dir(self, version: StoredVersion, *parts: str) -> Path:
+        """The local folder of a version, or of a path under it."""
         return self.directory.joinpath(FOLDERS[version.status], version.version_id, *parts)
 
     @contextmanager
@@ -206,6 +211,7 @@ class LocalDatasetStore(DatasetStore):
 
     @contextmanager
     def staging(self) -> Iterator[Path]:
+        """A staging folder inside the store (same file system, so the commit's rename is atomic); removed afterwards."""
         self.directory.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(dir=self.directory, prefix=".staging-"))  # same file system: rename is atomic
         try:
@@ -214,6 +220,7 @@ class LocalDatasetStore(DatasetStore):
             shutil.rmtree(folder, ignore_errors=True)
 
     def commit(self, staging: Path, version_id: str, passed: bool, manifest_for: ManifestFor) -> Commit:
+        """Under the lock: write the manifest, rename the staging folder into place and, when ``passed``, move LATEST."""
         status = "published" if passed else "rejected"
         with self.lock():
             existing = self.find(version_id)
@@ -256,6 +263,7 @@ class S3DatasetStore(DatasetStore):
 
     @property
     def client(self):
+        """The boto3 S3 client for the conditional writes, created on first use."""
         if self._client is None:
             try:
                 import boto3
@@ -268,6 +276,7 @@ class S3DatasetStore(DatasetStore):
         return "/".join(p for p in (self.prefix, *parts) if p)
 
     def read_pointer(self) -> Pointer:
+        """LATEST and its ETag; ``Pointer(None, None)`` when there is none."""
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=self._key(POINTER))
         except self.client.exceptions.NoSuchKey:
@@ -293,6 +302,7 @@ class S3DatasetStore(DatasetStore):
         return True
 
     def commit(self, staging: Path, version_id: str, passed: bool, manifest_for: ManifestFor) -> Commit:
+        """Upload the staged files, then the manifest (once, If-None-Match); when ``passed``, move LATEST by compare-and-swap."""
         status = "published" if passed else "rejected"
         folder = f"{FOLDERS[status]}/{version_id}"
         existing = self.find(version_id)
@@ -331,7 +341,7 @@ class S3DatasetStore(DatasetStore):
 def open_store(root: Path, uri: str | None = None) -> DatasetStore:
     """The store named by ``uri`` (a local path, ``file://`` or ``s3://bucket/prefix``); ``<root>/datasets`` when None."""
     if not uri:
-        return LocalDatasetStore(Path(root) / "datasets")
+        return LocalDatasetStore(Layout(root).datasets_dir)
     if uri.startswith("s3://"):
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None

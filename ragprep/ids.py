@@ -14,10 +14,12 @@ ID_LENGTH = 16
 
 
 def sha256_bytes(data: bytes) -> str:
+    """The hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
 
 
 def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
+    """The hex SHA-256 of a file's content, read in chunks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk_size):
@@ -36,14 +38,17 @@ def stable_id(*parts: object) -> str:
 
 
 def doc_id_for(content_sha256: str) -> str:
+    """A document's id: the first ``ID_LENGTH`` hex digits of its content SHA-256."""
     return content_sha256[:ID_LENGTH]
 
 
 def element_id_for(doc_id: str, unit: str, number: int, order: int, kind: str) -> str:
+    """An element's id from its document, unit (slide or page), unit number, order and kind."""
     return stable_id("element", doc_id, unit, number, order, kind)
 
 
 def chunk_id_for(doc_id: str, unit: str, start: int, end: int, part: int, title: str) -> str:
+    """A chunk's id from its document, unit, first and last unit number, part and title."""
     return stable_id("chunk", doc_id, unit, start, end, part, title)
 
 

@@ -12,32 +12,47 @@ from collections.abc import Callable
 from typing import Protocol
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 
 class ProgressSink(Protocol):
-    def begin_run(self, n_documents: int) -> None: ...
+    def begin_run(self, n_documents: int) -> None:
+        """Start showing a run of ``n_documents`` documents."""
 
-    def begin_document(self, name: str) -> Callable[[int, int], None]: ...
+    def begin_document(self, name: str) -> Callable[[int, int], None]:
+        """Start showing one document; the callback reports (done, total) of its slides/pages."""
 
-    def end_document(self, name: str, status: str) -> None: ...
+    def end_document(self, name: str, status: str) -> None:
+        """Finish showing one document, with its status."""
 
-    def end_run(self) -> None: ...
+    def end_run(self) -> None:
+        """Finish showing the run."""
 
 
 class NullProgress:
     """Shows nothing; log lines carry the progress."""
 
     def begin_run(self, n_documents: int) -> None:
+        """Show nothing."""
         pass
 
     def begin_document(self, name: str) -> Callable[[int, int], None]:
+        """A callback that ignores (done, total)."""
         return lambda done, total: None
 
     def end_document(self, name: str, status: str) -> None:
+        """Show nothing."""
         pass
 
     def end_run(self) -> None:
+        """Show nothing."""
         pass
 
 
@@ -59,10 +74,12 @@ class RichProgress:
         self._lock = threading.Lock()
 
     def begin_run(self, n_documents: int) -> None:
+        """Start the live display with the overall documents bar."""
         self._progress.start()
         self._overall = self._progress.add_task("[bold]documents", total=n_documents, unit="")
 
     def begin_document(self, name: str) -> Callable[[int, int], None]:
+        """Add a bar for the document; the callback sets it to (done, total) units."""
         with self._lock:
             task = self._progress.add_task(f"  {name}", total=None, unit="units")
             self._tasks[name] = task
@@ -73,6 +90,7 @@ class RichProgress:
         return advance
 
     def end_document(self, name: str, status: str) -> None:
+        """Stop the document's bar, showing its status, and advance the documents bar."""
         with self._lock:
             task = self._tasks.pop(name, None)
         if task is not None:
@@ -82,6 +100,7 @@ class RichProgress:
             self._progress.advance(self._overall)
 
     def end_run(self) -> None:
+        """Stop the live display."""
         self._progress.stop()
 
 
@@ -89,9 +108,11 @@ _current: ProgressSink = NullProgress()
 
 
 def current() -> ProgressSink:
+    """The installed progress sink (a ``NullProgress`` until another is installed)."""
     return _current
 
 
 def install(sink: ProgressSink) -> None:
+    """Make ``sink`` the progress sink that ``current()`` returns."""
     global _current
     _current = sink

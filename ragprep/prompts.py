@@ -17,13 +17,14 @@ from pathlib import Path
 import jinja2
 from jinja2 import meta
 
+from ragprep.errors import RagprepError
 from ragprep.ids import sha256_bytes
 
 DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
-class PromptError(Exception):
+class PromptError(RagprepError):
     """A template that cannot be found, parsed or rendered with the given variables."""
 
 
@@ -39,6 +40,7 @@ class PromptTemplate:
 
     @property
     def ref(self) -> str:
+        """The prompt's ``id@version``."""
         return f"{self.id}@{self.version}"
 
     @cached_property
@@ -47,6 +49,7 @@ class PromptTemplate:
 
     @cached_property
     def variables(self) -> frozenset[str]:
+        """The variables the system and user templates use."""
         names: set[str] = set()
         for source in (self.system, self.user):
             names |= meta.find_undeclared_variables(_ENV.parse(source))

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, Field
+
+from schemas import arrow_schema
+
+# Where a chunk lies in its document; the rows made from a chunk (qa_pairs) carry the same columns.
+SlideNumber = Annotated[int | None, Field(description="1-based slide of a deck's chunk; None for a PDF.")]
+FirstPage = Annotated[int | None, Field(description="1-based first page of a PDF's chunk; None for a deck.")]
+LastPage = Annotated[int | None, Field(description="1-based last page of a PDF's chunk (inclusive); None for a deck.")]
 
 
 class ChunkRow(BaseModel):
@@ -15,9 +21,9 @@ class ChunkRow(BaseModel):
     unit: Literal["slide", "chapter", "section", "pages"] = Field(
         description="slide; chapter (outline); section (a sub-heading of a split or one-chapter book); pages (fixed window)."
     )
-    slide: int | None = None
-    page_start: int | None = None
-    page_end: int | None = None
+    slide: SlideNumber = None
+    page_start: FirstPage = None
+    page_end: LastPage = None
     chapter_index: int | None = Field(None, description="0-based index of the chapter in the document.")
     part_index: int = Field(0, description="Position of this chunk inside a chapter split for the token budget.")
     title: str
@@ -40,32 +46,4 @@ class ChunkRow(BaseModel):
     correct_prompt: str | None = None
 
 
-CHUNKS_SCHEMA = pa.schema(
-    [
-        pa.field("chunk_id", pa.string(), nullable=False),
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("source_path", pa.string(), nullable=False),
-        pa.field("unit", pa.string(), nullable=False),
-        pa.field("slide", pa.int32()),
-        pa.field("page_start", pa.int32()),
-        pa.field("page_end", pa.int32()),
-        pa.field("chapter_index", pa.int32()),
-        pa.field("part_index", pa.int32(), nullable=False),
-        pa.field("title", pa.string(), nullable=False),
-        pa.field("heading_path", pa.list_(pa.string()), nullable=False),
-        pa.field("markdown", pa.string(), nullable=False),
-        pa.field("token_count", pa.int32(), nullable=False),
-        pa.field("has_table", pa.bool_(), nullable=False),
-        pa.field("has_image", pa.bool_(), nullable=False),
-        pa.field("has_chart", pa.bool_(), nullable=False),
-        pa.field("has_ocr", pa.bool_(), nullable=False),
-        pa.field("element_ids", pa.list_(pa.string()), nullable=False),
-        pa.field("markdown_v0", pa.string()),
-        pa.field("markdown_v1", pa.string()),
-        pa.field("correction", pa.string(), nullable=False),
-        pa.field("correction_flags", pa.list_(pa.string()), nullable=False),
-        pa.field("correct_provider", pa.string()),
-        pa.field("correct_model", pa.string()),
-        pa.field("correct_prompt", pa.string()),
-    ]
-)
+CHUNKS_SCHEMA = arrow_schema(ChunkRow)

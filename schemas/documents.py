@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, Field
+
+from schemas import ArrowType, arrow_schema
 
 DocumentStatus = Literal["ok", "partial", "failed"]
 
@@ -17,7 +19,7 @@ class DocumentRow(BaseModel):
     file_name: str
     doc_type: str = Field(description="test_report | meeting_note | textbook | other (settings.doc_type_rules).")
     format: str = Field(description="pptx | pdf | unknown")
-    size_bytes: int
+    size_bytes: Annotated[int, ArrowType(pa.int64())]
     title: str | None = None
     n_units: int = Field(0, description="Slides of a deck or pages of a PDF.")
     n_elements: int = 0
@@ -30,24 +32,4 @@ class DocumentRow(BaseModel):
     settings_fingerprint: str
 
 
-DOCUMENTS_SCHEMA = pa.schema(
-    [
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("content_sha256", pa.string(), nullable=False),
-        pa.field("path", pa.string(), nullable=False),
-        pa.field("file_name", pa.string(), nullable=False),
-        pa.field("doc_type", pa.string(), nullable=False),
-        pa.field("format", pa.string(), nullable=False),
-        pa.field("size_bytes", pa.int64(), nullable=False),
-        pa.field("title", pa.string()),
-        pa.field("n_units", pa.int32(), nullable=False),
-        pa.field("n_elements", pa.int32(), nullable=False),
-        pa.field("n_chunks", pa.int32(), nullable=False),
-        pa.field("n_ocr_units", pa.int32(), nullable=False),
-        pa.field("status", pa.string(), nullable=False),
-        pa.field("error", pa.string()),
-        pa.field("warnings", pa.list_(pa.string()), nullable=False),
-        pa.field("extractor", pa.string(), nullable=False),
-        pa.field("settings_fingerprint", pa.string(), nullable=False),
-    ]
-)
+DOCUMENTS_SCHEMA = arrow_schema(DocumentRow)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, Field
+
+from schemas import arrow_schema
 
 ElementKind = Literal["title", "text", "table", "chart", "picture", "smartart", "notes", "ocr_page"]
 OcrStatus = Literal["not_needed", "ok", "no_text", "unavailable", "disabled", "error"]
@@ -36,29 +37,4 @@ class ElementRow(BaseModel):
     vlm_flag: str | None = Field(None, description="Why vlm_text is missing or doubtful (failed call, invalid output).")
 
 
-ELEMENTS_SCHEMA = pa.schema(
-    [
-        pa.field("element_id", pa.string(), nullable=False),
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("source_path", pa.string(), nullable=False),
-        pa.field("unit", pa.string(), nullable=False),
-        pa.field("number", pa.int32(), nullable=False),
-        pa.field("order", pa.int32(), nullable=False),
-        pa.field("kind", pa.string(), nullable=False),
-        pa.field("text", pa.string(), nullable=False),
-        pa.field("bbox", pa.list_(pa.float64())),
-        pa.field("group_path", pa.string()),
-        pa.field("image_path", pa.string()),
-        pa.field("image_width", pa.int32()),
-        pa.field("image_height", pa.int32()),
-        pa.field("ocr_text", pa.string()),
-        pa.field("ocr_status", pa.string(), nullable=False),
-        pa.field("extractor", pa.string(), nullable=False),
-        pa.field("meta", pa.string()),
-        pa.field("vlm_text", pa.string()),
-        pa.field("vlm_provider", pa.string()),
-        pa.field("vlm_model", pa.string()),
-        pa.field("vlm_prompt", pa.string()),
-        pa.field("vlm_flag", pa.string()),
-    ]
-)
+ELEMENTS_SCHEMA = arrow_schema(ElementRow)

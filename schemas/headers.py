@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import Annotated
+
 from pydantic import BaseModel, Field
+
+from schemas import ArrowType, arrow_schema
 
 
 class HeaderField(BaseModel):
-    name: str
+    name: Annotated[str, ArrowType(nullable=True)]  # the Parquet struct has always declared it nullable
     value: str | None = Field(None, description="None when the field was not found: never invented.")
     source: str | None = Field(None, description="Where the value was read, e.g. 'slide 1 key-value', 'file name'.")
 
@@ -25,19 +28,4 @@ class HeaderRow(BaseModel):
     flag: str | None = None
 
 
-_FIELD = pa.struct([pa.field("name", pa.string()), pa.field("value", pa.string()), pa.field("source", pa.string())])
-
-HEADERS_SCHEMA = pa.schema(
-    [
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("source_path", pa.string(), nullable=False),
-        pa.field("fields", pa.list_(_FIELD), nullable=False),
-        pa.field("missing", pa.list_(pa.string()), nullable=False),
-        pa.field("header_block", pa.string(), nullable=False),
-        pa.field("provider", pa.string(), nullable=False),
-        pa.field("model", pa.string(), nullable=False),
-        pa.field("prompt", pa.string(), nullable=False),
-        pa.field("prompt_sha256", pa.string()),
-        pa.field("flag", pa.string()),
-    ]
-)
+HEADERS_SCHEMA = arrow_schema(HeaderRow)

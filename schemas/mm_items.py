@@ -7,10 +7,12 @@ the i-th entry of ``text_quote_ids`` is ``text{i+1}``, of ``image_quote_ids`` ``
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, Field
+
+from schemas import ArrowType, arrow_schema
 
 
 class MmItemRow(BaseModel):
@@ -40,43 +42,10 @@ class MmItemRow(BaseModel):
     guard_skipped_margin: int = Field(description="Candidates skipped for scoring above the weakest gold by more than the margin.")
     same_doc_negatives: int
     corpus_negatives: int
-    seed: int
+    seed: Annotated[int, ArrowType(pa.int64())]
     provider: str = Field(description="Who wrote the question (qa_pairs provider, or the multi-quote generator).")
     model: str
     prompt: str
 
 
-MM_ITEMS_SCHEMA = pa.schema(
-    [
-        pa.field("item_id", pa.string(), nullable=False),
-        pa.field("q_key", pa.string(), nullable=False),
-        pa.field("origin", pa.string(), nullable=False),
-        pa.field("chunk_id", pa.string(), nullable=False),
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("source_path", pa.string(), nullable=False),
-        pa.field("question", pa.string(), nullable=False),
-        pa.field("answer", pa.string(), nullable=False),
-        pa.field("question_type", pa.string(), nullable=False),
-        pa.field("evidence_modality_type", pa.list_(pa.string()), nullable=False),
-        pa.field("set_size", pa.int32(), nullable=False),
-        pa.field("n_text", pa.int32(), nullable=False),
-        pa.field("n_image", pa.int32(), nullable=False),
-        pa.field("text_quote_ids", pa.list_(pa.string()), nullable=False),
-        pa.field("image_quote_ids", pa.list_(pa.string()), nullable=False),
-        pa.field("gold_quote_ids", pa.list_(pa.string()), nullable=False),
-        pa.field("gold_labels", pa.list_(pa.string()), nullable=False),
-        pa.field("gold_support", pa.list_(pa.float64()), nullable=False),
-        pa.field("short", pa.bool_(), nullable=False),
-        pa.field("short_text", pa.int32(), nullable=False),
-        pa.field("short_image", pa.int32(), nullable=False),
-        pa.field("gold_dropped", pa.int32(), nullable=False),
-        pa.field("guard_skipped_answer", pa.int32(), nullable=False),
-        pa.field("guard_skipped_margin", pa.int32(), nullable=False),
-        pa.field("same_doc_negatives", pa.int32(), nullable=False),
-        pa.field("corpus_negatives", pa.int32(), nullable=False),
-        pa.field("seed", pa.int64(), nullable=False),
-        pa.field("provider", pa.string(), nullable=False),
-        pa.field("model", pa.string(), nullable=False),
-        pa.field("prompt", pa.string(), nullable=False),
-    ]
-)
+MM_ITEMS_SCHEMA = arrow_schema(MmItemRow)

@@ -9,21 +9,26 @@ every ``gold_quotes`` label is a candidate ``quote_id``. Per file: ``q_id`` uniq
 
 Every message starts with a JSON path (``$.text_quotes[2].page_id: ...``); file messages are
 prefixed with ``file:line:``.
+
+:func:`iter_jsonl` is the one JSON-lines reader (blank lines skipped, unparsable lines reported
+as ``invalid JSON: ...``), shared with readers that apply their own checks (quote scoring).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator
 
 SCHEMA_FILE = "mmdocrag.schema.json"
-_QUOTE_LISTS = (("text_quotes", "text"), ("img_quotes", "image"))
+# Each candidate quote list and the kind of label its quotes carry.
+QUOTE_LISTS: tuple[tuple[str, str], ...] = (("text_quotes", "text"), ("img_quotes", "image"))
 _LABEL_RE = re.compile(r"^(text|image)[1-9][0-9]*$")
 
 
@@ -63,7 +68,7 @@ def _schema_errors(obj: Any) -> list[tuple[str, str]]:
 def _semantic_errors(obj: dict[str, Any]) -> list[tuple[str, str]]:
     errors: list[tuple[str, str]] = []
     candidates: set[str] = set()
-    for list_name, kind in _QUOTE_LISTS:
+    for list_name, kind in QUOTE_LISTS:
         quotes = obj.get(list_name)
         if not isinstance(quotes, list):
             continue
@@ -112,6 +117,31 @@ def validate_line(obj: Any) -> list[str]:
     return [f"{path}: {message}" for path, message in found]
 
 
+class JsonLine(NamedTuple):
+    """One non-blank line of a JSONL file: its number (from 1), its parsed value or why it is not JSON."""
+
+    lineno: int
+    value: Any
+    error: str | None
+
+
+def iter_jsonl(path: str | Path) -> Iterator[JsonLine]:
+    """Each non-blank line of a JSONL file, parsed; a line that is not JSON has ``error`` set and ``value`` None.
+
+    ``error`` reads ``invalid JSON: <message> (column <n>)``; prefix it with ``file:line:``.
+    """
+    with Path(path).open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield JsonLine(lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+                continue
+            yield JsonLine(lineno, value, None)
+
+
 def validate_jsonl(path: str | Path) -> list[str]:
     """Messages ``"<file>:<line>: <json path>: <problem>"`` for a whole JSONL file; empty when valid.
 
@@ -121,21 +151,16 @@ def validate_jsonl(path: str | Path) -> list[str]:
     path = Path(path)
     messages: list[str] = []
     seen_q_ids: dict[Any, int] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                messages.append(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})")
-                continue
-            messages.extend(f"{where}: {m}" for m in validate_line(obj))
-            q_id = obj.get("q_id") if isinstance(obj, dict) else None
-            if isinstance(q_id, int) and not isinstance(q_id, bool):
-                if q_id in seen_q_ids:
-                    messages.append(f"{where}: $.q_id: duplicate q_id {q_id} (first on line {seen_q_ids[q_id]})")
-                else:
-                    seen_q_ids[q_id] = lineno
+    for lineno, obj, error in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        if error is not None:
+            messages.append(f"{where}: {error}")
+            continue
+        messages.extend(f"{where}: {m}" for m in validate_line(obj))
+        q_id = obj.get("q_id") if isinstance(obj, dict) else None
+        if isinstance(q_id, int) and not isinstance(q_id, bool):
+            if q_id in seen_q_ids:
+                messages.append(f"{where}: $.q_id: duplicate q_id {q_id} (first on line {seen_q_ids[q_id]})")
+            else:
+                seen_q_ids[q_id] = lineno
     return messages

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, Field
+
+from schemas import arrow_schema
+from schemas.chunks import FirstPage, LastPage, SlideNumber
 
 QuestionType = Literal["factual", "numeric", "comparative", "procedural", "causal", "definitional"]
 Modality = Literal["text", "table", "chart", "image"]
@@ -29,9 +31,9 @@ class QaPairRow(BaseModel):
     chunk_id: str
     doc_id: str
     source_path: str
-    slide: int | None = None
-    page_start: int | None = None
-    page_end: int | None = None
+    slide: SlideNumber = None
+    page_start: FirstPage = None
+    page_end: LastPage = None
     question: str = Field(description="Final question (the reviewer's edit when there is one).")
     answer: str = Field(description="Final answer (the reviewer's edit when there is one).")
     generated_question: str
@@ -51,34 +53,7 @@ class QaPairRow(BaseModel):
     prompt_sha256: str | None = None
 
 
-QA_PAIRS_SCHEMA = pa.schema(
-    [
-        pa.field("qa_id", pa.string(), nullable=False),
-        pa.field("chunk_id", pa.string(), nullable=False),
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("source_path", pa.string(), nullable=False),
-        pa.field("slide", pa.int32()),
-        pa.field("page_start", pa.int32()),
-        pa.field("page_end", pa.int32()),
-        pa.field("question", pa.string(), nullable=False),
-        pa.field("answer", pa.string(), nullable=False),
-        pa.field("generated_question", pa.string(), nullable=False),
-        pa.field("generated_answer", pa.string(), nullable=False),
-        pa.field("question_type", pa.string(), nullable=False),
-        pa.field("target_modality", pa.string(), nullable=False),
-        pa.field("evidence_element_id", pa.string()),
-        pa.field("language", pa.string(), nullable=False),
-        pa.field("flags", pa.list_(pa.string()), nullable=False),
-        pa.field("flag_reasons", pa.list_(pa.string()), nullable=False),
-        pa.field("status", pa.string(), nullable=False),
-        pa.field("review_decision", pa.string()),
-        pa.field("reviewer", pa.string()),
-        pa.field("provider", pa.string(), nullable=False),
-        pa.field("model", pa.string(), nullable=False),
-        pa.field("prompt", pa.string(), nullable=False),
-        pa.field("prompt_sha256", pa.string()),
-    ]
-)
+QA_PAIRS_SCHEMA = arrow_schema(QaPairRow)
 
 
 class QaFailureRow(BaseModel):
@@ -89,10 +64,4 @@ class QaFailureRow(BaseModel):
     reason: str
 
 
-QA_FAILURES_SCHEMA = pa.schema(
-    [
-        pa.field("chunk_id", pa.string(), nullable=False),
-        pa.field("source_path", pa.string(), nullable=False),
-        pa.field("reason", pa.string(), nullable=False),
-    ]
-)
+QA_FAILURES_SCHEMA = arrow_schema(QaFailureRow)

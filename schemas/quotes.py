@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, Field
+
+from schemas import arrow_schema
 
 QuoteModality = Literal["text", "image"]
 QuoteType = Literal["title", "text", "list", "caption", "footnote", "equation", "table", "figure", "chart", "picture"]
@@ -26,7 +27,7 @@ class QuoteRow(BaseModel):
     unit: Literal["page", "slide"]
     page_id: int = Field(description="0-based page (or slide) index, as in MMDocRAG.")
     layout_id: int = Field(description="0-based position of the region in the page's reading order.")
-    modality: QuoteModality
+    modality: QuoteModality = Field(description="image when type is one of IMAGE_TYPES, text otherwise.")
     type: QuoteType
     text: str = Field(description="The text of a text quote; for an image quote, the structure it was drawn from (slides) or ''.")
     bbox: list[float] = Field(description="x0, y0, x1, y1 in points from the page's top-left corner.")
@@ -46,31 +47,4 @@ class QuoteRow(BaseModel):
     layout_backend: str = Field(description="What found the region: pymupdf-layout, mineru, python-pptx.")
 
 
-QUOTES_SCHEMA = pa.schema(
-    [
-        pa.field("quote_id", pa.string(), nullable=False),
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("source_path", pa.string(), nullable=False),
-        pa.field("unit", pa.string(), nullable=False),
-        pa.field("page_id", pa.int32(), nullable=False),
-        pa.field("layout_id", pa.int32(), nullable=False),
-        pa.field("modality", pa.string(), nullable=False),
-        pa.field("type", pa.string(), nullable=False),
-        pa.field("text", pa.string(), nullable=False),
-        pa.field("bbox", pa.list_(pa.float64()), nullable=False),
-        pa.field("page_size", pa.list_(pa.float64()), nullable=False),
-        pa.field("img_path", pa.string()),
-        pa.field("img_width", pa.int32()),
-        pa.field("img_height", pa.int32()),
-        pa.field("ocr_text", pa.string()),
-        pa.field("ocr_status", pa.string(), nullable=False),
-        pa.field("vlm_text", pa.string()),
-        pa.field("vlm_provider", pa.string()),
-        pa.field("vlm_model", pa.string()),
-        pa.field("vlm_prompt", pa.string()),
-        pa.field("vlm_flag", pa.string()),
-        pa.field("chunk_id", pa.string()),
-        pa.field("element_id", pa.string()),
-        pa.field("layout_backend", pa.string(), nullable=False),
-    ]
-)
+QUOTES_SCHEMA = arrow_schema(QuoteRow)

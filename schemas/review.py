@@ -13,8 +13,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, Field
+
+from schemas import arrow_schema
 
 DECISIONS_FORMAT = "ragprep-review-decisions/1"
 
@@ -42,16 +43,4 @@ class ReviewRow(Decision):
     chunk_id: str | None = Field(None, description="The pair's chunk when the decision was applied (dataset splits follow it).")
 
 
-REVIEW_SCHEMA = pa.schema(
-    [
-        pa.field("qa_id", pa.string(), nullable=False),
-        pa.field("decision", pa.string(), nullable=False),
-        pa.field("question", pa.string()),
-        pa.field("answer", pa.string()),
-        pa.field("reviewer", pa.string()),
-        pa.field("decided_at", pa.timestamp("us", tz="UTC")),
-        pa.field("applied_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("source_file", pa.string(), nullable=False),
-        pa.field("chunk_id", pa.string()),
-    ]
-)
+REVIEW_SCHEMA = arrow_schema(ReviewRow)

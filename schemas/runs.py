@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 import pyarrow as pa
 from pydantic import BaseModel
+
+from schemas import ArrowType, arrow_schema
 
 
 class RunRow(BaseModel):
@@ -17,25 +20,10 @@ class RunRow(BaseModel):
     n_partial: int
     n_failed: int
     n_reused: int
-    n_elements: int
-    n_chunks: int
+    n_elements: Annotated[int, ArrowType(pa.int64())]
+    n_chunks: Annotated[int, ArrowType(pa.int64())]
     settings_fingerprint: str
     ragprep_version: str
 
 
-RUNS_SCHEMA = pa.schema(
-    [
-        pa.field("run_id", pa.string(), nullable=False),
-        pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("finished_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("n_documents", pa.int32(), nullable=False),
-        pa.field("n_ok", pa.int32(), nullable=False),
-        pa.field("n_partial", pa.int32(), nullable=False),
-        pa.field("n_failed", pa.int32(), nullable=False),
-        pa.field("n_reused", pa.int32(), nullable=False),
-        pa.field("n_elements", pa.int64(), nullable=False),
-        pa.field("n_chunks", pa.int64(), nullable=False),
-        pa.field("settings_fingerprint", pa.string(), nullable=False),
-        pa.field("ragprep_version", pa.string(), nullable=False),
-    ]
-)
+RUNS_SCHEMA = arrow_schema(RunRow)

@@ -4,15 +4,17 @@ extraction per (file, OCR on/off) per session so the many content assertions sta
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from ragprep.settings import Settings
 from ragprep.storage import Layout
-from tasks.chunking import build_chunks
-from tasks.extract import ExtractContext, extract
-from tasks.ingest import make_ocr_engine
+from tasks.ingest.chunking import build_chunks
+from tasks.ingest.extract import ExtractContext, extract
+from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DOCS = REPO / "sample_docs"
@@ -24,6 +26,38 @@ def tesseract_ready() -> bool:
 
 
 needs_tesseract = pytest.mark.skipif(not shutil.which("tesseract"), reason="tesseract not installed (make system-deps)")
+
+
+def ingest_into(root: Path, paths: Sequence[Path]) -> Settings:
+    """Ingest ``paths`` into ``root`` with OCR off and assemble the tables; returns the settings used."""
+    settings = Settings(root=root, ocr={"enabled": False})
+    outcomes = [ingest_document(ref, settings, None) for ref in discover(paths, settings)]
+    assemble_tables(outcomes, settings, datetime.now(timezone.utc))
+    return settings
+
+
+def copy_root(prepared: Path, tmp_path: Path) -> Path:
+    """A private copy of a root prepared once per module, for a test that changes it."""
+    target = tmp_path / "root"
+    shutil.copytree(prepared, target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def fake_llm_server():
+    """tests/fake_llm_server.py on loopback, started once for the module that asks for it."""
+    from tests.fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def server(fake_llm_server):
+    """The module's fake LLM server, back to its defaults before and after each test."""
+    fake_llm_server.reset(defaults=True)
+    yield fake_llm_server
+    fake_llm_server.reset(defaults=True)
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +89,7 @@ def extracted(tmp_path_factory):
     def run(path: Path, ocr: bool = False) -> Extracted:
         key = (str(path), ocr)
         if key not in cache:
-            settings = Settings(root=root, ocr_enabled=ocr)
+            settings = Settings(root=root, ocr={"enabled": ocr})
             layout = Layout(root)
             ctx = ExtractContext(
                 doc_id="test-" + path.stem, source_path=str(path), settings=settings, layout=layout,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragprep.settings import Settings
-from tasks.ingest import discover, ingest_document
+from tasks.ingest.run import discover, ingest_document
 from tests.bad_inputs import make_bad_inputs
 from tests.conftest import SAMPLE_DOCS
 
@@ -18,7 +18,7 @@ def bad_folder(tmp_path_factory):
 
 def test_every_bad_file_fails_with_its_reason(bad_folder, tmp_path):
     folder, expected = bad_folder
-    settings = Settings(root=tmp_path / "root", ocr_enabled=False)
+    settings = Settings(root=tmp_path / "root", ocr={"enabled": False})
     refs = discover([folder], settings)
     assert sorted(r.path.rsplit("/", 1)[-1] for r in refs) == sorted(expected)
     for ref in refs:

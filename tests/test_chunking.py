@@ -7,8 +7,13 @@ import json
 from ragprep.settings import Settings
 from ragprep.tokens import count_tokens
 from schemas.elements import ElementRow
-from tasks.chunking import build_chunks, heading_chapters, select_outline_chapters, split_sentences
-from tasks.extract.base import OutlineEntry
+from tasks.ingest.chunking import (
+    build_chunks,
+    heading_chapters,
+    select_outline_chapters,
+    split_sentences,
+)
+from tasks.ingest.extract.base import OutlineEntry
 
 
 def el(page: int, order: int, kind: str, text: str, y: float, level: int | None = None) -> ElementRow:
@@ -26,7 +31,7 @@ def test_long_chapter_splits_between_sentences_never_inside(tmp_path):
     paragraph = " ".join(SENTENCES)
     elements = [el(1, 0, "title", "Only Chapter", 40, 1), el(1, 1, "text", paragraph, 80), el(2, 0, "title", "Next", 40, 1), el(2, 1, "text", "Short.", 80)]
     outline = [OutlineEntry(1, "Only Chapter", 1, 30.0), OutlineEntry(1, "Next", 2, 30.0)]
-    settings = Settings(root=tmp_path, chunk_max_tokens=200)
+    settings = Settings(root=tmp_path, chunking={"max_tokens": 200})
     chunks = build_chunks("d", "x.pdf", "pdf", elements, outline, 2, settings)
     parts = [c for c in chunks if c.chapter_index == 0]
     assert len(parts) >= 3
@@ -43,7 +48,7 @@ def test_long_chapter_prefers_subheadings(tmp_path):
     for i, name in enumerate(["Alpha", "Beta", "Gamma"]):
         elements.append(el(1 + i, 10 + i * 2, "title", f"Section {name}", 100, 2))
         elements.append(el(1 + i, 11 + i * 2, "text", " ".join(SENTENCES[:8]), 140))
-    settings = Settings(root=tmp_path, chunk_max_tokens=260)
+    settings = Settings(root=tmp_path, chunking={"max_tokens": 260})
     chunks = build_chunks("d", "x.pdf", "pdf", elements, [OutlineEntry(1, "Chapter", 1, 30.0)], 3, settings)
     titles = [c.title for c in chunks]
     assert titles == ["Chapter", "Chapter / Section Beta", "Chapter / Section Gamma"]
@@ -76,7 +81,7 @@ def test_heading_chapters_without_outline_merge_multiline_titles():
 
 def test_page_windows_as_last_resort(tmp_path):
     elements = [el(p, 0, "text", f"Plain text on page {p}.", 100) for p in range(1, 24)]
-    chunks = build_chunks("d", "x.pdf", "pdf", elements, [], 23, Settings(root=tmp_path, pdf_fallback_window=10))
+    chunks = build_chunks("d", "x.pdf", "pdf", elements, [], 23, Settings(root=tmp_path, pdf={"fallback_window": 10}))
     assert [(c.page_start, c.page_end, c.title) for c in chunks] == [(1, 10, "Pages 1-10"), (11, 20, "Pages 11-20"), (21, 23, "Pages 21-23")]
     assert all(c.unit == "pages" for c in chunks)
 

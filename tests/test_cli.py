@@ -21,7 +21,7 @@ RAGPREP = str(Path(sys.executable).with_name("ragprep"))
 
 
 def ragprep(*args: str, api_url: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PREFECT_API_URL": api_url, "RAGPREP_OCR_ENABLED": "false"}
+    env = {**os.environ, "PREFECT_API_URL": api_url, "RAGPREP_OCR__ENABLED": "false"}
     return subprocess.run([RAGPREP, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO)
 
 
@@ -103,12 +103,12 @@ def test_run_includes_generative_stages(demo_root, prefect_server):
 def test_privacy_guard_stops_a_stage_with_a_clear_message(demo_root, prefect_server):
     root, _ = demo_root
     env = {
-        **os.environ, "PREFECT_API_URL": prefect_server, "RAGPREP_LLM_PROVIDER": "openai",
-        "RAGPREP_LLM_MODEL": "gpt-x", "RAGPREP_LLM_BASE_URL": "https://api.openai.com/v1",
+        **os.environ, "PREFECT_API_URL": prefect_server, "RAGPREP_LLM__PROVIDER": "openai",
+        "RAGPREP_LLM__MODEL": "gpt-x", "RAGPREP_LLM__BASE_URL": "https://api.openai.com/v1",
     }
     proc = subprocess.run([RAGPREP, "correct", "--root", str(root)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2
-    assert "privacy guard" in proc.stderr and "api.openai.com" in proc.stderr and "RAGPREP_LLM_ALLOWED_HOSTS" in proc.stderr
+    assert "privacy guard" in proc.stderr and "api.openai.com" in proc.stderr and "RAGPREP_LLM__ALLOWED_HOSTS" in proc.stderr
 
 
 def test_review_report_and_apply_from_the_command_line(demo_root, prefect_server, tmp_path):

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-from datetime import datetime, timezone
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,19 +15,24 @@ import pytest
 
 from ragprep.catalog import run_query
 from ragprep.settings import Settings
+from ragprep.splits import SPLITS, split_of
 from ragprep.storage import Layout, atomic_write_parquet
-from tasks.dataset import SPLITS, build_version, diff_versions, latest_version, list_versions, quality_gate, split_of
-from tasks.enrich import run_qa
-from tasks.review import apply_decisions_file
-from tasks.ingest import assemble_tables, discover, ingest_document
-from tests.conftest import REPO, SAMPLE_DOCS
+from tasks.dataset.versions import (
+    build_version,
+    diff_versions,
+    latest_version,
+    list_versions,
+    quality_gate,
+)
+from tasks.qa.review import apply_decisions_file
+from tasks.qa.run import run_qa
+from tests.conftest import REPO, SAMPLE_DOCS, copy_root, ingest_into
 
 ALL_BUT_ONE = sorted(p for p in SAMPLE_DOCS.glob("*.p*") if p.name != "meeting_notes_weekly_safety.pptx")
 
 
 def ingest(root, paths):
-    settings = Settings(root=root, ocr_enabled=False)
-    assemble_tables([ingest_document(r, settings, None) for r in discover(paths, settings)], settings, datetime.now(timezone.utc))
+    settings = ingest_into(root, paths)
     run_qa(settings)
     return settings
 
@@ -43,9 +46,7 @@ def five_docs(tmp_path_factory):
 
 @pytest.fixture
 def root(five_docs, tmp_path):
-    target = tmp_path / "root"
-    shutil.copytree(five_docs, target)
-    return target
+    return copy_root(five_docs, tmp_path)
 
 
 def test_split_assignment_is_stable_and_close_to_the_ratios():
@@ -111,7 +112,7 @@ def test_killed_build_leaves_no_visible_partial_version(root):
     ingest(root, ALL_BUT_ONE + [SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx"])
     script = (
         "import sys, time; from pathlib import Path; sys.path.insert(0, %r)\n"
-        "import tasks.dataset as d\n"
+        "import tasks.dataset.versions as d\n"
         "from ragprep.settings import Settings\n"
         "slow = d._write_split_tables\n"
         "def stall(tables, target):\n"

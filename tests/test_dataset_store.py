@@ -26,9 +26,9 @@ from ragprep.dataset_store import (
     open_store,
 )
 from ragprep.settings import Settings
+from ragprep.splits import SPLITS
 from ragprep.storage import Layout
-from tasks.dataset import (
-    SPLITS,
+from tasks.dataset.versions import (
     assemble_version_tables,
     build_version,
     catalog_lock,
@@ -272,7 +272,7 @@ BUILD_SCRIPT = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, {repo!r})
     from ragprep.settings import Settings
-    from tasks.dataset import build_version
+    from tasks.dataset.versions import build_version
 
     root, uri, go = Path(sys.argv[1]), sys.argv[2] or None, Path(sys.argv[3])
 

@@ -14,8 +14,6 @@ import pytest
 anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")
 
-from tests.fake_llm_server import FakeLLMServer  # noqa: E402
-
 PNG_1PX = base64.b64encode(
     bytes.fromhex(
         "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -24,17 +22,7 @@ PNG_1PX = base64.b64encode(
 ).decode()
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeLLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def fresh(server):
-    server.reset(defaults=True)
-    yield
-    server.reset(defaults=True)
+pytestmark = pytest.mark.usefixtures("server")  # tests/conftest.py: one server per module, reset around each test
 
 
 def oa(server, **kw) -> "openai.OpenAI":

@@ -27,7 +27,11 @@ def read(root, name):
 
 async def artifacts_of(flow_run_id, key: str):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
 
     async with get_client() as client:
         return await client.read_artifacts(

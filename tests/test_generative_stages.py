@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pyarrow.parquet as pq
 import pytest
 
 from ragprep.settings import Settings
-from tasks.correct import invented_numbers, numbers_in
-from tasks.enrich import MissingTablesError, run_correct, run_describe, run_headers
-from tasks.ingest import assemble_tables, discover, ingest_document
-from tests.conftest import SAMPLE_DOCS
+from ragprep.tables import MissingTablesError
+from tasks.enrich.correct import invented_numbers, numbers_in
+from tasks.enrich.run import run_correct, run_describe, run_headers
+from tasks.ingest.run import assemble_tables, discover, ingest_document
+from tests.conftest import SAMPLE_DOCS, copy_root, ingest_into
 from tests.fake_llm_server import FakeLLMServer, last_user_text
 
 EXPECTED_HEADERS = {
@@ -37,19 +37,13 @@ EXPECTED_HEADERS = {
 def ingested(tmp_path_factory):
     """sample_docs/ ingested once (OCR off); each test copies the root."""
     root = tmp_path_factory.mktemp("ingested")
-    settings = Settings(root=root, ocr_enabled=False)
-    from datetime import datetime, timezone
-
-    outcomes = [ingest_document(ref, settings, None) for ref in discover([SAMPLE_DOCS], settings)]
-    assemble_tables(outcomes, settings, datetime.now(timezone.utc))
+    ingest_into(root, [SAMPLE_DOCS])
     return root
 
 
 @pytest.fixture
 def root(ingested, tmp_path):
-    target = tmp_path / "root"
-    shutil.copytree(ingested, target)
-    return target
+    return copy_root(ingested, tmp_path)
 
 
 def table(root, name):
@@ -139,7 +133,7 @@ def test_openai_endpoint_end_to_end_with_flags_and_cache(root):
 
     with FakeLLMServer() as server:
         server.responder = responder
-        settings = Settings(root=root, llm_provider="openai", llm_model="local-llm", llm_base_url=server.openai_base_url)
+        settings = Settings(root=root, llm={"provider": "openai", "model": "local-llm", "base_url": server.openai_base_url})
         reports = [run_describe(settings), run_correct(settings), run_headers(settings)]
         first_calls = server.request_count
         assert first_calls == 13 + 25 + 3
@@ -177,7 +171,7 @@ def test_headers_not_stated_stay_empty_and_are_reported(tmp_path, corpus):
     """The corpus crash-test deck states none of the four fields: nothing is invented."""
     from datetime import datetime, timezone
 
-    settings = Settings(root=tmp_path, ocr_enabled=False)
+    settings = Settings(root=tmp_path, ocr={"enabled": False})
     refs = discover([corpus / "pptx_auto_crashtest_report_pyisomme.pptx"], settings)
     assert refs[0].doc_type == "test_report"
     assemble_tables([ingest_document(r, settings, None) for r in refs], settings, datetime.now(timezone.utc))
@@ -191,7 +185,7 @@ def test_headers_not_stated_stay_empty_and_are_reported(tmp_path, corpus):
 
 
 def test_korean_and_state_synonyms_and_file_name_tokens():
-    from ragprep.providers.heuristic import extract_header
+    from tasks.enrich.headers import extract_header
 
     slides = [(1, "# 정면 충돌 시험\n\n시험명: FO-2025-003\n\n목적: 흉부 변위 확인\n\n| State | Design Validation |")]
     found = extract_header(["Test Name", "Region", "Stage", "Purpose"], slides, "crash_KR_report.pptx")

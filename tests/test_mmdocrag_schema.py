@@ -120,47 +120,50 @@ def test_gold_label_not_among_candidates() -> None:
     assert errors == ["$.gold_quotes[3]: gold label 'image3' is not among the candidate quote_ids"]
 
 
-def test_duplicate_quote_ids() -> None:
-    def dup(d: dict) -> None:
-        d["text_quotes"][2]["quote_id"] = "text1"
-        d["gold_quotes"] = ["text1"]
+def relabel(quotes: str, index: int, quote_id: str, gold: list[str]):
+    """A change giving quote ``index`` of the list ``quotes`` another quote_id, with new gold labels."""
 
-    assert validate_line(mutated(dup)) == [
-        "$.text_quotes[2].quote_id: duplicate quote_id 'text1' (first at $.text_quotes[0])",
-        "$.text_quotes: quote_ids must be text1..text3, each exactly once: missing text3",
-    ]
+    def change(d: dict) -> None:
+        d[quotes][index]["quote_id"] = quote_id
+        d["gold_quotes"] = gold
 
-
-def test_duplicate_image_quote_ids_make_gold_dangling() -> None:
-    def dup(d: dict) -> None:
-        d["img_quotes"][1]["quote_id"] = "image1"
-        d["gold_quotes"] = ["image2"]
-
-    assert validate_line(mutated(dup)) == [
-        "$.img_quotes[1].quote_id: duplicate quote_id 'image1' (first at $.img_quotes[0])",
-        "$.img_quotes: quote_ids must be image1..image2, each exactly once: missing image2",
-        "$.gold_quotes[0]: gold label 'image2' is not among the candidate quote_ids",
-    ]
+    return change
 
 
-def test_numbering_must_be_consecutive_from_one() -> None:
-    def gap(d: dict) -> None:
-        d["text_quotes"][2]["quote_id"] = "text4"
-        d["gold_quotes"] = ["text1"]
-
-    assert validate_line(mutated(gap)) == [
-        "$.text_quotes: quote_ids must be text1..text3, each exactly once: missing text3; unexpected 'text4'",
-    ]
-
-
-def test_zero_padded_quote_id_passes_the_pattern_but_not_the_numbering() -> None:
-    def padded(d: dict) -> None:
-        d["text_quotes"][0]["quote_id"] = "text01"
-        d["gold_quotes"] = ["text3"]
-
-    assert validate_line(mutated(padded)) == [
-        "$.text_quotes: quote_ids must be text1..text3, each exactly once: missing text1; unexpected 'text01'",
-    ]
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        pytest.param(
+            relabel("text_quotes", 2, "text1", ["text1"]),
+            [
+                "$.text_quotes[2].quote_id: duplicate quote_id 'text1' (first at $.text_quotes[0])",
+                "$.text_quotes: quote_ids must be text1..text3, each exactly once: missing text3",
+            ],
+            id="duplicate_quote_ids",
+        ),
+        pytest.param(
+            relabel("img_quotes", 1, "image1", ["image2"]),
+            [
+                "$.img_quotes[1].quote_id: duplicate quote_id 'image1' (first at $.img_quotes[0])",
+                "$.img_quotes: quote_ids must be image1..image2, each exactly once: missing image2",
+                "$.gold_quotes[0]: gold label 'image2' is not among the candidate quote_ids",
+            ],
+            id="duplicate_image_quote_ids_make_gold_dangling",
+        ),
+        pytest.param(
+            relabel("text_quotes", 2, "text4", ["text1"]),
+            ["$.text_quotes: quote_ids must be text1..text3, each exactly once: missing text3; unexpected 'text4'"],
+            id="numbering_must_be_consecutive_from_one",
+        ),
+        pytest.param(
+            relabel("text_quotes", 0, "text01", ["text3"]),
+            ["$.text_quotes: quote_ids must be text1..text3, each exactly once: missing text1; unexpected 'text01'"],
+            id="zero_padded_quote_id_passes_the_pattern_but_not_the_numbering",
+        ),
+    ],
+)
+def test_quote_id_errors(change, expected: list[str]) -> None:
+    assert validate_line(mutated(change)) == expected
 
 
 def test_order_of_quotes_is_not_checked() -> None:

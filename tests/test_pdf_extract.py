@@ -7,7 +7,7 @@ import re
 import pytest
 
 from ragprep.settings import Settings
-from tasks.chunking import select_outline_chapters
+from tasks.ingest.chunking import select_outline_chapters
 from tests.conftest import CORPUS, SAMPLE_DOCS, needs_tesseract
 
 TEXTBOOK = SAMPLE_DOCS / "textbook_vehicle_safety.pdf"
@@ -65,7 +65,7 @@ def test_textbook_image_saved(extracted):
 
 def test_long_chapter_split_at_subheading_within_budget(extracted):
     result = extracted(TEXTBOOK)
-    budget = Settings().chunk_max_tokens
+    budget = Settings().chunking.max_tokens
     parts = [c for c in result.chunks if c.chapter_index == 1]
     assert len(parts) >= 2, "chapter 2 is longer than the default budget"
     assert all(c.token_count <= budget for c in result.chunks)
@@ -89,7 +89,7 @@ def test_redbook_dominant_chapter_splits_at_its_sections(extracted, corpus):
     result = extracted(corpus / "pdf_en_ibm_redbook_chapters_toc.pdf")
     settings = Settings()
     selected = select_outline_chapters(
-        result.doc.outline, result.doc.n_units, settings.pdf_dominant_chapter_share, settings.pdf_dominant_chapter_min_pages
+        result.doc.outline, result.doc.n_units, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
     )
     titles = [s.title for s in selected]
     # "Executive overview" holds pages 3-36 of 40: its 13 sections become chapters too
@@ -147,7 +147,7 @@ def test_scan_ocr_recovers_known_words(extracted, corpus):
 
 
 def test_garbage_ratio_detects_broken_text():
-    from tasks.extract.pdf import garbage_ratio
+    from tasks.ingest.extract.pdf import garbage_ratio
 
     assert garbage_ratio("Plain readable text, 123.") == 0
     assert garbage_ratio("충돌 시험 결과") == 0
@@ -159,5 +159,5 @@ def test_garbage_ratio_detects_broken_text():
 def test_every_corpus_pdf_extracts_with_chunks_under_budget(extracted, name):
     result = extracted(CORPUS / name)
     assert result.chunks, name
-    assert all(c.token_count <= Settings().chunk_max_tokens for c in result.chunks)
+    assert all(c.token_count <= Settings().chunking.max_tokens for c in result.chunks)
     assert all(c.markdown.startswith("# ") for c in result.chunks)

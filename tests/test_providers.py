@@ -12,34 +12,24 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from ragprep.engines.chat import ImageInput
+from ragprep.engines.generator import Generator, UsageMeter, build_backend
+from ragprep.engines.guard import PrivacyGuardError, check_endpoint
 from ragprep.prompts import PromptError, load_prompt
-from ragprep.providers.base import ImageInput
-from ragprep.providers.generator import Generator, UsageMeter, build_backend
-from ragprep.providers.guard import PrivacyGuardError, check_endpoint
 from ragprep.settings import Settings
 from tests.fake_llm_server import FakeLLMServer
 
 PROVIDERS = ["openai", "anthropic"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeLLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def clean_server(server):
-    server.reset(defaults=True)
-    yield
+pytestmark = pytest.mark.usefixtures("server")  # tests/conftest.py: one server per module, reset around each test
 
 
 def settings_for(provider: str, server: FakeLLMServer, tmp_path: Path, **extra) -> Settings:
-    urls = {"llm_base_url": server.openai_base_url} if provider == "openai" else {"anthropic_base_url": server.anthropic_base_url}
-    return Settings(
-        root=tmp_path, llm_provider=provider, llm_model="test-model", llm_max_retries=extra.pop("retries", 2),
-        llm_timeout_s=extra.pop("timeout", 5.0), **urls, **extra,
-    )
+    url = {"base_url": server.openai_base_url} if provider == "openai" else {"anthropic_base_url": server.anthropic_base_url}
+    llm = {"provider": provider, "model": "test-model", "max_retries": extra.pop("retries", 2),
+           "timeout_s": extra.pop("timeout", 5.0), **url, **extra}
+    return Settings(root=tmp_path, llm=llm)
 
 
 def run(coro):
@@ -176,7 +166,7 @@ def test_cache_makes_the_second_run_free(provider, server, tmp_path):
 
 def test_concurrency_limit_is_respected(server, tmp_path):
     server.latency = 0.2
-    settings = settings_for("openai", server, tmp_path, llm_concurrency=3)
+    settings = settings_for("openai", server, tmp_path, concurrency=3)
 
     async def many():
         generator = Generator(settings, "llm")
@@ -197,46 +187,73 @@ def test_concurrency_limit_is_respected(server, tmp_path):
     assert server.request_count == 9
 
 
+SLIDE_VARIABLES = {"document": "deck.pptx", "slide_number": 1, "slide_markdown": "# T\n\n- a"}
+
+
 def test_heuristic_provider_is_labelled_as_rules(tmp_path):
     async def go():
         generator = Generator(Settings(root=tmp_path), "llm")
-        return await generator.generate("correct_slide", load_prompt("correct_slide"), {}, heuristic=lambda: "# T\n\n- a")
+        return await generator.generate("correct_slide", load_prompt("correct_slide"), SLIDE_VARIABLES, heuristic=lambda: "# T\n\n- a")
 
     generation = run(go())
     assert (generation.provider, generation.model) == ("heuristic", "ragprep-rules-1")
     assert generation.prompt_ref == "heuristic:correct_slide@ragprep-rules-1" and generation.prompt_sha256 is None
+    assert generation.text == "# T\n\n- a"
+
+
+def test_heuristic_provider_renders_the_prompt_strictly(tmp_path):
+    """The offline path renders prompts like a remote one: a missing or unknown variable is an error."""
+
+    async def go(variables):
+        generator = Generator(Settings(root=tmp_path), "llm")
+        return await generator.generate("correct_slide", load_prompt("correct_slide"), variables, heuristic=lambda: "x")
+
+    with pytest.raises(PromptError, match="missing variable.*slide_markdown"):
+        run(go({"document": "deck.pptx", "slide_number": 1}))
+    with pytest.raises(PromptError, match="unknown variable.*slide_title"):
+        run(go({**SLIDE_VARIABLES, "slide_title": "T"}))
+
+
+def test_heuristic_backend_answers_with_the_attached_rule():
+    from ragprep.engines.chat import ChatRequest, ProviderError
+    from ragprep.engines.heuristic_backend import HeuristicChat
+
+    backend = HeuristicChat()
+    reply = run(backend.chat(ChatRequest(system="s", user="u", rule=lambda: {"pairs": []})))
+    assert reply.data == {"pairs": []} and reply.text == '{"pairs": []}' and reply.model == "ragprep-rules-1"
+    with pytest.raises(ProviderError, match="no offline rule"):
+        run(backend.chat(ChatRequest(system="s", user="u")))
 
 
 # --- privacy guard ----------------------------------------------------------------
 
 @pytest.mark.parametrize("url", ["https://api.openai.com/v1", "http://10.20.30.40:8000/v1", "http://llm.example.com/v1"])
 def test_privacy_guard_refuses_non_allowed_hosts(url, tmp_path):
-    settings = Settings(root=tmp_path, llm_provider="openai", llm_model="m", llm_base_url=url)
-    with pytest.raises(PrivacyGuardError, match="RAGPREP_LLM_ALLOWED_HOSTS"):
+    settings = Settings(root=tmp_path, llm={"provider": "openai", "model": "m", "base_url": url})
+    with pytest.raises(PrivacyGuardError, match="RAGPREP_LLM__ALLOWED_HOSTS"):
         build_backend(settings, "llm")
 
 
 def test_privacy_guard_refuses_anthropic_api_by_default(tmp_path):
     with pytest.raises(PrivacyGuardError, match="api.anthropic.com"):
-        build_backend(Settings(root=tmp_path, llm_provider="anthropic", llm_model="claude"), "llm")
+        build_backend(Settings(root=tmp_path, llm={"provider": "anthropic", "model": "claude"}), "llm")
     with pytest.raises(PrivacyGuardError, match="bedrock-runtime.eu-central-1.amazonaws.com"):
-        build_backend(Settings(root=tmp_path, llm_provider="anthropic", llm_model="c", anthropic_bedrock=True, aws_region="eu-central-1"), "llm")
+        build_backend(Settings(root=tmp_path, llm={"provider": "anthropic", "model": "c", "anthropic_bedrock": True, "aws_region": "eu-central-1"}), "llm")
 
 
 def test_privacy_guard_allows_loopback_and_allow_list(tmp_path):
     assert check_endpoint("http://127.0.0.1:8000/v1", [], "openai") == "127.0.0.1"
     assert check_endpoint("http://localhost:11434/v1", [], "openai") == "localhost"
     assert check_endpoint("http://[::1]:8000/v1", [], "openai") == "::1"
-    allowed = Settings(root=tmp_path, llm_provider="openai", llm_model="m", llm_base_url="http://llm.internal.example:8000/v1",
-                       llm_allowed_hosts=["llm.internal.example"])
+    allowed = Settings(root=tmp_path, llm={"provider": "openai", "model": "m", "base_url": "http://llm.internal.example:8000/v1", "allowed_hosts": ["llm.internal.example"]})
     backend = build_backend(allowed, "llm")
     assert backend.endpoint == "http://llm.internal.example:8000/v1"
     run(backend.aclose())
 
 
 def test_vlm_role_uses_its_own_provider(tmp_path, server):
-    settings = Settings(root=tmp_path, llm_provider="heuristic", vlm_provider="openai", vlm_model="vision", llm_base_url=server.openai_base_url)
-    assert build_backend(settings, "llm") is None
+    settings = Settings(root=tmp_path, llm={"provider": "heuristic", "vlm_provider": "openai", "vlm_model": "vision", "base_url": server.openai_base_url})
+    assert build_backend(settings, "llm").name == "heuristic"
     backend = build_backend(settings, "vlm")
     assert (backend.name, backend.model) == ("openai", "vision")
     run(backend.aclose())

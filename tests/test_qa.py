@@ -10,11 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragprep.settings import Settings
-from tasks.enrich import run_correct, run_describe, run_headers, run_qa
 from ragprep.storage import Layout
-from tasks.ingest import assemble_tables, discover, ingest_document, make_ocr_engine
-from tasks.qa_flags import duplicate_flags, pair_flags
-from tasks.review import ReviewFileError, apply_decisions_file, load_decisions
+from tasks.enrich.run import run_correct, run_describe, run_headers
+from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
+from tasks.qa.flags import duplicate_flags, pair_flags
+from tasks.qa.review import ReviewFileError, apply_decisions_file, load_decisions
+from tasks.qa.run import run_qa
 from tests.conftest import SAMPLE_DOCS, needs_tesseract
 from tests.fake_llm_server import FakeLLMServer
 
@@ -23,7 +24,7 @@ from tests.fake_llm_server import FakeLLMServer
 def built(tmp_path_factory):
     """sample_docs/ through ingest (OCR on when available), describe, correct, headers, qa."""
     root = tmp_path_factory.mktemp("qa-root")
-    settings = Settings(root=root, ocr_enabled=bool(shutil.which("tesseract")))
+    settings = Settings(root=root, ocr={"enabled": bool(shutil.which("tesseract"))})
     ocr = make_ocr_engine(settings, Layout(root))
     outcomes = [ingest_document(r, settings, ocr) for r in discover([SAMPLE_DOCS], settings)]
     assemble_tables(outcomes, settings, datetime.now(timezone.utc))
@@ -67,7 +68,7 @@ def test_pairs_scale_with_chunk_length_and_mix_types(built):
         per_chunk[pair["chunk_id"]] = per_chunk.get(pair["chunk_id"], 0) + 1
     settings = Settings()
     for chunk_id, count in per_chunk.items():
-        assert count <= max(1, min(settings.qa_max_per_chunk, round(chunks[chunk_id]["token_count"] / settings.qa_tokens_per_pair)))
+        assert count <= max(1, min(settings.qa.max_per_chunk, round(chunks[chunk_id]["token_count"] / settings.qa.tokens_per_pair)))
     long_chapter = max(chunks.values(), key=lambda c: c["token_count"])
     assert per_chunk[long_chapter["chunk_id"]] >= 10
     assert {p["question_type"] for p in pairs} >= {"factual", "numeric", "comparative", "definitional"}
@@ -141,7 +142,7 @@ def test_near_duplicates_within_chunk_and_corpus():
         "What was the peak chest deflection of the driver dummy in test FO-2024-017 ?",  # copy: other chunk
         "What was the peak chest deflection of the passenger dummy in test FO-2024-017?",  # different: passenger
     ]
-    flags = duplicate_flags(questions, ["c1", "c1", "c2", "c1"], threshold=Settings().qa_duplicate_threshold)
+    flags = duplicate_flags(questions, ["c1", "c1", "c2", "c1"], threshold=Settings().qa.duplicate_threshold)
     assert flags[0] is None and flags[3] is None
     assert flags[1][0] == "near_duplicate" and "same chunk" in flags[1][1]
     assert flags[2][0] == "near_duplicate" and "elsewhere in the corpus" in flags[2][1]
@@ -202,7 +203,7 @@ def test_bad_decisions_files_are_reported(root, tmp_path):
 def test_failed_generation_is_recorded_and_retried(root):
     with FakeLLMServer() as server:
         server.responder = lambda body, api: "I cannot help with that."
-        settings = Settings(root=root, llm_provider="openai", llm_model="m", llm_base_url=server.openai_base_url)
+        settings = Settings(root=root, llm={"provider": "openai", "model": "m", "base_url": server.openai_base_url})
         report = run_qa(settings)
         n_chunks = len(table(root, "chunks"))
         failures = table(root, "qa_failures")

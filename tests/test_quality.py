@@ -1,4 +1,4 @@
-"""Dataset quality gate (tasks/quality.py): Great Expectations suites from expectations/ over small
+"""Dataset quality gate (tasks/dataset/quality.py): Great Expectations suites from expectations/ over small
 but real pyarrow tables: 40 chunks over 4 documents, 80 QA pairs (two per chunk), splits 80/10/10."""
 
 from __future__ import annotations
@@ -7,12 +7,17 @@ import re
 import socket
 from pathlib import Path
 
+import great_expectations  # noqa: F401 - a project dependency
 import pyarrow as pa
 import pytest
 
-import great_expectations  # noqa: F401 - a project dependency
-
-from tasks.quality import EXPECTATIONS_DIR, GateResult, load_suite, run_quality_gate  # noqa: E402
+from tasks.dataset.quality import (  # noqa: E402
+    EXPECTATIONS_DIR,
+    GateResult,
+    GateRules,
+    load_suite,
+    run_quality_gate,
+)
 
 RATIOS = {"train": 0.8, "val": 0.1, "test": 0.1}
 FLAGS = ("too_short", "near_duplicate", "unsupported_answer")
@@ -68,7 +73,7 @@ def make_tables(chunks: dict | None = None, qa: dict | None = None) -> dict[str,
 
 
 def gate(tables: dict[str, pa.Table], out: Path, tolerance: float = 0.05) -> GateResult:
-    return run_quality_gate(tables, RATIOS, tolerance, BOUNDS, out, FLAGS)
+    return run_quality_gate(tables, GateRules(RATIOS, tolerance, BOUNDS, FLAGS), out)
 
 
 def failures(result: GateResult) -> list[tuple[str, str, str | None]]:

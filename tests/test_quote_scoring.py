@@ -1,5 +1,5 @@
-"""MMDocRAG quote selection scoring (tasks/quote_scoring.py): every citation pitfall the module
-documents, and scores checked against numbers computed by hand."""
+"""MMDocRAG quote selection scoring (tasks/evaluate/citations.py, scoring.py, files.py): every citation
+pitfall citations.py documents, and scores checked against numbers computed by hand."""
 
 from __future__ import annotations
 
@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks.quote_scoring import (
-    Citations,
-    ScoringInputError,
-    extract_citations,
-    score_corpus,
-    score_files,
-    score_item,
-)
+from tasks.evaluate.citations import Citations, extract_citations
+from tasks.evaluate.files import ScoringInputError, score_files
+from tasks.evaluate.scoring import score_corpus, score_item
 
 HAND_ANSWER = "As shown [1] and [2020] ... ![](image2) [image3]"
 HAND_GOLD = ["text1", "text3", "image2"]

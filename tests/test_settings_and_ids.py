@@ -9,22 +9,46 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from ragprep.settings import Settings
-from tasks.ingest import discover, ingest_document
+from ragprep.settings import MAX_WORKERS, Settings, build_settings
+from tasks.ingest.run import discover, ingest_document
 from tests.conftest import REPO, SAMPLE_DOCS
 
 
 def test_env_and_toml_sources(tmp_path, monkeypatch):
     config = tmp_path / "ragprep.toml"
-    config.write_text('workers = 3\nocr_languages = "eng"\n[[doc_type_rules]]\npattern = "*sled*"\ndoc_type = "test_report"\n')
+    config.write_text(
+        'workers = 3\n[ocr]\nlanguages = "eng"\ndpi = 150\n[[doc_type_rules]]\npattern = "*sled*"\ndoc_type = "test_report"\n'
+    )
     monkeypatch.setenv("RAGPREP_CONFIG", str(config))
     monkeypatch.setenv("RAGPREP_WORKERS", "5")
+    monkeypatch.setenv("RAGPREP_OCR__DPI", "300")
     settings = Settings()
     assert settings.workers == 5  # env beats the file
-    assert settings.ocr_languages == "eng"
+    assert settings.ocr.languages == "eng" and settings.ocr.dpi == 300  # groups merge field by field
     assert settings.doc_type_for("Sled_Run_04.PPTX") == "test_report"
     assert settings.doc_type_for("other.pptx") == "other"  # the file's rules replace the defaults
     assert Settings(workers=7).workers == 7  # explicit arguments beat both
+
+
+def test_nested_groups_from_the_environment(monkeypatch):
+    monkeypatch.setenv("RAGPREP_LLM__PROVIDER", "openai")
+    monkeypatch.setenv("RAGPREP_LLM__ALLOWED_HOSTS", '["llm.internal.example"]')
+    monkeypatch.setenv("RAGPREP_OCR__ENABLED", "false")
+    settings = Settings()
+    assert settings.llm.provider == "openai" and settings.llm.allowed_hosts == ["llm.internal.example"]
+    assert settings.ocr.enabled is False
+    assert build_settings(ocr=True).ocr.enabled is True  # an explicit parameter beats the environment
+
+
+def test_workers_limit_matches_the_task_pool():
+    with pytest.raises(ValidationError, match="workers"):
+        Settings(workers=MAX_WORKERS + 1)
+    assert Settings(workers=MAX_WORKERS).workers == MAX_WORKERS
+
+
+def test_unknown_group_field_is_refused():
+    with pytest.raises(ValidationError, match="dpii"):
+        Settings(ocr={"dpii": 100})
 
 
 def test_invalid_setting_names_the_field(monkeypatch):
@@ -44,13 +68,13 @@ def test_default_doc_type_rules():
 
 def test_fingerprint_ignores_where_outputs_go(tmp_path):
     assert Settings(root=tmp_path / "a", workers=1).extraction_fingerprint() == Settings(root=tmp_path / "b", workers=4).extraction_fingerprint()
-    assert Settings(chunk_max_tokens=900).extraction_fingerprint() != Settings().extraction_fingerprint()
+    assert Settings(chunking={"max_tokens": 900}).extraction_fingerprint() != Settings().extraction_fingerprint()
 
 
 def test_same_input_same_ids(tmp_path):
     refs = discover([SAMPLE_DOCS], Settings(root=tmp_path))
-    first = [ingest_document(r, Settings(root=tmp_path / "one", ocr_enabled=False), None) for r in refs]
-    second = [ingest_document(r, Settings(root=tmp_path / "two", ocr_enabled=False), None) for r in refs]
+    first = [ingest_document(r, Settings(root=tmp_path / "one", ocr={"enabled": False}), None) for r in refs]
+    second = [ingest_document(r, Settings(root=tmp_path / "two", ocr={"enabled": False}), None) for r in refs]
     assert [o.document.doc_id for o in first] == [o.document.doc_id for o in second]
     import pyarrow.parquet as pq
 

@@ -1,0 +1,43 @@
+"""Privacy guard: document text may only go to loopback or to hosts the operator allowed."""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+from ragprep.errors import RagprepError
+
+
+class PrivacyGuardError(RagprepError):
+    """A provider endpoint outside loopback and the allow-list."""
+
+
+def host_of(url: str) -> str:
+    """The lower-cased host name of an endpoint URL (the scheme may be omitted); raise when there is none."""
+    parts = urlsplit(url if "://" in url else f"//{url}")
+    if not parts.hostname:
+        raise PrivacyGuardError(f"cannot tell the host of endpoint {url!r}")
+    return parts.hostname.lower()
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost, a ``*.localhost`` name, or a loopback IP address."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_endpoint(url: str, allowed_hosts: list[str], provider: str) -> str:
+    """Return the host when the endpoint may receive documents; raise otherwise."""
+    host = host_of(url)
+    allowed = {h.lower().strip() for h in allowed_hosts if h.strip()}
+    if is_loopback(host) or host in allowed:
+        return host
+    raise PrivacyGuardError(
+        f"privacy guard: provider {provider!r} would send document text to {host}, which is neither loopback "
+        f"nor allowed. If that host is approved, add it to RAGPREP_LLM__ALLOWED_HOSTS "
+        f"(e.g. RAGPREP_LLM__ALLOWED_HOSTS='[\"{host}\"]') or llm_allowed_hosts in ragprep.toml."
+    )

@@ -1,0 +1,158 @@
+"""OCR engines behind one small protocol; Tesseract is the embedded default.
+
+Results are cached on disk under the image's SHA-256, the language list and the
+engine version, so a re-run never OCRs the same picture twice.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import threading
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol
+
+from ragprep.ids import sha256_bytes, stable_id
+from ragprep.storage import atomic_write_bytes
+
+OCR_RULES_VERSION = "lines-v1"
+"""Bump when the post-processing of Tesseract output changes (invalidates the cache)."""
+
+
+@dataclass(frozen=True)
+class OcrResult:
+    text: str
+    mean_confidence: float
+    n_words: int
+    n_chars: int
+    """Letters and digits kept after the confidence filter."""
+
+
+class OcrEngine(Protocol):
+    name: str
+
+    def unavailable_reason(self) -> str | None:
+        """None when the engine can run, else a one-line reason with the fix."""
+
+    def recognize(self, image: bytes) -> OcrResult:
+        """OCR one encoded image (PNG/JPEG/...)."""
+
+
+class TesseractOcr:
+    """Tesseract through pytesseract, words filtered by confidence, cached on disk."""
+
+    name = "tesseract"
+
+    def __init__(self, languages: str, min_confidence: float, cache_dir: Path | None) -> None:
+        self.requested_languages = languages
+        self.min_confidence = min_confidence
+        self.cache_dir = cache_dir
+        self._lock = threading.Lock()
+        # Tesseract's OpenMP threads fight each other when documents run in parallel;
+        # one thread per call is about twice as fast on small machines.
+        os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+    @cached_property
+    def _probe(self) -> tuple[str | None, str, str]:
+        """(reason unavailable or None, languages actually usable, engine version)."""
+        binary = shutil.which("tesseract")
+        if binary is None:
+            return (
+                "tesseract is not installed; install it with "
+                "`apt-get install -y tesseract-ocr tesseract-ocr-kor tesseract-ocr-eng` "
+                "(or set RAGPREP_OCR__ENABLED=false)",
+                "",
+                "",
+            )
+        version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        listed = subprocess.run([binary, "--list-langs"], capture_output=True, text=True).stdout.split()
+        wanted = [lang for lang in self.requested_languages.split("+") if lang]
+        usable = [lang for lang in wanted if lang in listed]
+        if not usable:
+            return (
+                f"tesseract has none of the languages {self.requested_languages!r}; install "
+                + " ".join(f"tesseract-ocr-{lang}" for lang in wanted),
+                "",
+                version,
+            )
+        return None, "+".join(usable), version
+
+    def unavailable_reason(self) -> str | None:
+        """None when Tesseract can run with at least one requested language, else a one-line reason with the fix."""
+        with self._lock:
+            return self._probe[0]
+
+    @property
+    def languages(self) -> str:
+        """The requested languages Tesseract has, joined with ``+``."""
+        return self._probe[1]
+
+    def missing_languages(self) -> list[str]:
+        """The requested languages Tesseract does not have."""
+        usable = set(self._probe[1].split("+"))
+        return [lang for lang in self.requested_languages.split("+") if lang and lang not in usable]
+
+    def _cache_path(self, image: bytes) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        key = stable_id(OCR_RULES_VERSION, sha256_bytes(image), self.languages, self._probe[2], self.min_confidence)
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def recognize(self, image: bytes) -> OcrResult:
+        """OCR one encoded image, from the cache when it was read before; raise when Tesseract cannot run."""
+        reason = self.unavailable_reason()
+        if reason:
+            raise RuntimeError(reason)
+        cache_path = self._cache_path(image)
+        if cache_path is not None and cache_path.exists():
+            return OcrResult(**json.loads(cache_path.read_text(encoding="utf-8")))
+        result = self._run(image)
+        if cache_path is not None:
+            atomic_write_bytes(cache_path, json.dumps(asdict(result), ensure_ascii=False).encode("utf-8"))
+        return result
+
+    def _run(self, image: bytes) -> OcrResult:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(image)) as img:
+            img = img.convert("RGB") if img.mode not in ("RGB", "L") else img.copy()
+        result = self._recognize_with(img, self.languages)
+        languages = self.languages.split("+")
+        if len(languages) > 1 and stray_jamo(result.text):
+            # Latin text read with Korean as the primary model comes out as stray jamo
+            # ("DECEL" -> "0ㅁ0ㄷ<ㄷㄴ"); retry with the languages rotated and keep the cleaner read.
+            rotated = self._recognize_with(img, "+".join(languages[1:] + languages[:1]))
+            if (stray_jamo(rotated.text), -rotated.mean_confidence) < (stray_jamo(result.text), -result.mean_confidence):
+                result = rotated
+        return result
+
+    def _recognize_with(self, img, languages: str) -> OcrResult:
+        import pytesseract
+
+        data = pytesseract.image_to_data(img, lang=languages, config="--psm 3", output_type=pytesseract.Output.DICT)
+        lines: dict[tuple[int, int, int], list[tuple[str, float]]] = {}
+        for i, word in enumerate(data["text"]):
+            word = (word or "").strip()
+            if word:
+                key = (data["block_num"][i], data["par_num"][i], data["line_num"][i])
+                lines.setdefault(key, []).append((word, max(float(data["conf"][i]), 0.0)))
+        kept = [
+            words for _, words in sorted(lines.items())
+            if sum(c for _, c in words) / len(words) >= self.min_confidence
+        ]
+        confidences = [c for words in kept for _, c in words]
+        text = "\n".join(" ".join(w for w, _ in words) for words in kept)
+        n_chars = sum(ch.isalnum() for ch in text)
+        mean = sum(confidences) / len(confidences) if confidences else 0.0
+        return OcrResult(text=text, mean_confidence=round(mean, 2), n_words=len(confidences), n_chars=n_chars)
+
+
+def stray_jamo(text: str) -> int:
+    """Count of standalone Hangul compatibility jamo: real Korean text is written in
+    syllables, so these are almost always misreads of Latin letters."""
+    return sum(1 for ch in text if "\u3131" <= ch <= "\u318e")

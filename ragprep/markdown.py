@@ -1,0 +1,30 @@
+"""Reading the Markdown that ragprep writes: table rows, numbers in cells, ``Key: value`` lines.
+
+Shared by the offline rules of several stages (headers, describe, qa).
+"""
+
+from __future__ import annotations
+
+import re
+
+KEY_VALUE_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?P<key>[^:：|#>]{1,40}?)(?:\*\*)?\s*[:：]\s*(?P<value>\S.*?)\s*$")
+"""A ``Key: value`` line (bullet and bold markers allowed around the key; full-width colon too)."""
+
+
+def table_rows(markdown: str) -> list[list[str]]:
+    """The cells of every Markdown table row in the text (separator rows skipped)."""
+    rows = []
+    for line in markdown.splitlines():
+        if line.strip().startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                rows.append(cells)
+    return rows
+
+
+def parse_number(text: str) -> float | None:
+    """The number a cell holds (thousands commas allowed), or None."""
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None

@@ -1,0 +1,143 @@
+"""The one registry of ragprep's tables, and the store that owns every read and write of them.
+
+Each table has one row model (``schemas/``) from which its Arrow schema is derived, an id
+column, and where it goes: the working tables of the last run (``tables/<name>.parquet``,
+queryable with ``ragprep sql``), dataset versions (``versioned``), and a Great Expectations
+suite (``has_suite``). Stages never open Parquet files themselves: they ask a ``TableStore``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from ragprep.errors import RagprepError
+from ragprep.storage import Layout, atomic_write_parquet
+from schemas import read_rows, rows_to_table
+from schemas.chunks import CHUNKS_SCHEMA, ChunkRow
+from schemas.documents import DOCUMENTS_SCHEMA, DocumentRow
+from schemas.elements import ELEMENTS_SCHEMA, ElementRow
+from schemas.headers import HEADERS_SCHEMA, HeaderRow
+from schemas.mm_items import MM_ITEMS_SCHEMA, MmItemRow
+from schemas.qa_pairs import (
+    QA_FAILURES_SCHEMA,
+    QA_PAIRS_SCHEMA,
+    QaFailureRow,
+    QaPairRow,
+)
+from schemas.quotes import QUOTES_SCHEMA, QuoteRow
+from schemas.review import REVIEW_SCHEMA, ReviewRow
+from schemas.runs import RUNS_SCHEMA, RunRow
+
+
+class MissingTablesError(RagprepError, FileNotFoundError):
+    """A stage needs a table that no earlier stage has written; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table: its row model, Arrow schema, id column and where it is used."""
+
+    name: str
+    model: type[BaseModel]
+    schema: pa.Schema
+    id_column: str
+    versioned: bool = True
+    queryable: bool = True
+    has_suite: bool = False
+
+
+REGISTRY: dict[str, TableSpec] = {
+    spec.name: spec
+    for spec in (
+        TableSpec("documents", DocumentRow, DOCUMENTS_SCHEMA, "doc_id", has_suite=True),
+        TableSpec("chunks", ChunkRow, CHUNKS_SCHEMA, "chunk_id", has_suite=True),
+        TableSpec("elements", ElementRow, ELEMENTS_SCHEMA, "element_id"),
+        TableSpec("headers", HeaderRow, HEADERS_SCHEMA, "doc_id"),
+        TableSpec("qa_pairs", QaPairRow, QA_PAIRS_SCHEMA, "qa_id", has_suite=True),
+        TableSpec("qa_failures", QaFailureRow, QA_FAILURES_SCHEMA, "chunk_id", versioned=False),
+        TableSpec("quotes", QuoteRow, QUOTES_SCHEMA, "quote_id", has_suite=True),
+        TableSpec("mm_items", MmItemRow, MM_ITEMS_SCHEMA, "item_id", has_suite=True),
+        TableSpec("review", ReviewRow, REVIEW_SCHEMA, "qa_id", queryable=False),
+        TableSpec("runs", RunRow, RUNS_SCHEMA, "run_id", versioned=False),
+    )
+}
+"""Every table, in the order versions and reports list them."""
+
+VERSIONED_TABLES: tuple[str, ...] = tuple(n for n, s in REGISTRY.items() if s.versioned)
+QUERYABLE_TABLES: tuple[str, ...] = tuple(n for n, s in REGISTRY.items() if s.queryable)
+SUITE_TABLES: tuple[str, ...] = tuple(n for n, s in REGISTRY.items() if s.has_suite)
+ID_COLUMNS: dict[str, str] = {n: s.id_column for n, s in REGISTRY.items()}
+
+
+def spec(name: str) -> TableSpec:
+    """The registry entry of a table; an unknown name is a programming error."""
+    return REGISTRY[name]
+
+
+class TableStore:
+    """Reads and writes the working tables under one root; every write is atomic."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+
+    def path(self, name: str) -> Path:
+        """Where a working table lives (the review decisions under ``review/``, the rest under ``tables/``)."""
+        spec(name)
+        return self.layout.review_table if name == "review" else self.layout.table_path(name)
+
+    def exists(self, name: str) -> bool:
+        """Whether the table has been written."""
+        return self.path(name).exists()
+
+    def read(self, name: str, *, optional: bool = False) -> list:
+        """A table's rows; a missing table raises with the fix, or is empty when ``optional``."""
+        table = spec(name)
+        path = self.path(name)
+        if not path.exists():
+            if optional:
+                return []
+            raise MissingTablesError(f"{path} does not exist; run `ragprep ingest PATHS --root {self.layout.root}` first")
+        return read_rows(path, table.model, table.schema)
+
+    def read_arrow(self, name: str) -> pa.Table | None:
+        """A table as Arrow (as written), or None when it does not exist."""
+        path = self.path(name)
+        return pq.read_table(path) if path.exists() else None
+
+    def write(self, name: str, rows: Iterable[BaseModel]) -> None:
+        """Replace a table with these rows, in its declared schema."""
+        self.write_arrow(name, rows_to_table(rows, spec(name).schema))
+
+    def write_arrow(self, name: str, table: pa.Table) -> None:
+        """Replace a table with an Arrow table (already in its schema)."""
+        atomic_write_parquet(table, self.path(name))
+
+    @staticmethod
+    def write_part(path: Path, name: str, rows: Iterable[BaseModel]) -> None:
+        """Write a table's rows (in its schema) into a per-document part file; the caller stages the folder."""
+        pq.write_table(rows_to_table(rows, spec(name).schema), path)
+
+    @staticmethod
+    def read_parts(paths: Iterable[Path], name: str) -> pa.Table:
+        """Per-document part files of one table, concatenated in order (missing files skipped)."""
+        schema = spec(name).schema
+        tables = [pq.read_table(p, schema=schema) for p in paths if p.exists()]
+        return pa.concat_tables(tables) if tables else schema.empty_table()
+
+    @staticmethod
+    def read_part_rows(path: Path, name: str) -> list:
+        """The rows of one cached part file."""
+        table = spec(name)
+        return read_rows(path, table.model, table.schema)
+
+    def append(self, name: str, rows: Sequence[BaseModel]) -> None:
+        """Add rows after the existing ones (run log, review decisions)."""
+        previous = self.read(name, optional=True)
+        self.write(name, [*previous, *rows])
+

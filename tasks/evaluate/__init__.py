@@ -1,0 +1,1 @@
+"""evaluate: scoring of model outputs against a dataset version (MMDocRAG quote selection)."""

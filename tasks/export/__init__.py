@@ -1,0 +1,1 @@
+"""export: files for other tools built from a dataset version (MMDocRAG JSONL + images)."""

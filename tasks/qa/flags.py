@@ -1,0 +1,122 @@
+"""Quality flags for QA pairs: each a code and a one-line reason; thresholds in settings."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rapidfuzz import fuzz, process, utils
+
+from ragprep.settings import Settings
+from tasks.enrich.correct import numbers_in
+
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_QUESTION_END_RE = re.compile(r"(\?|？|까요|나요|인가|니까|습니까)\s*$")
+_GENERIC_RE = re.compile(
+    r"\b(this|the|that) (slide|document|page|table|chart|figure|picture|image|section|presentation)\b"
+    r"|이 (슬라이드|문서|페이지|표|그림|차트)|본 (문서|슬라이드)",
+    re.IGNORECASE,
+)
+_NAMED_RE = re.compile(r"\"[^\"]{3,}\"|'[^']{3,}'|\b\w+\.(pptx|pdf)\b|[A-Z]{2,}-?\d")
+
+
+def language_of(text: str) -> str:
+    """``ko`` when Hangul makes up at least 20% of the letters, else ``en`` when there are Latin letters, else ``other``."""
+    hangul = sum("\uac00" <= ch <= "\ud7a3" for ch in text)
+    latin = sum(ch.isascii() and ch.isalpha() for ch in text)
+    if hangul and hangul >= 0.2 * (hangul + latin):
+        return "ko"
+    if latin:
+        return "en"
+    return "other"
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD_RE.findall(text)]
+
+
+def support_share(answer: str, chunk: str) -> float:
+    """Share of the answer's words that occur in the chunk."""
+    words = _words(answer)
+    if not words:
+        return 0.0
+    vocabulary = set(_words(chunk))
+    return sum(w in vocabulary for w in words) / len(words)
+
+
+def pair_flags(question: str, answer: str, chunk_markdown: str, settings: Settings) -> list[tuple[str, str]]:
+    """Flags of one pair on its own (duplicates are found across pairs separately)."""
+    flags: list[tuple[str, str]] = []
+    share = support_share(answer, chunk_markdown)
+    if share < settings.qa.support_threshold:
+        flags.append(("unsupported_answer", f"only {share:.0%} of the answer's words occur in the chunk"))
+    missing = sorted(numbers_in(answer) - numbers_in(chunk_markdown))
+    if missing:
+        flags.append(("number_not_in_chunk", f"answer has numbers absent from the chunk: {', '.join(missing[:5])}"))
+    if not _QUESTION_END_RE.search(question.strip()):
+        flags.append(("not_a_question", "does not end as a question"))
+    norm_answer = " ".join(_words(answer))
+    if len(norm_answer) >= 3 and f" {norm_answer} " in f" {' '.join(_words(question))} ":
+        flags.append(("answer_leak", "the question contains its own answer"))
+    if len(question.strip()) < settings.qa.min_question_chars:
+        flags.append(("too_short", f"question under {settings.qa.min_question_chars} characters"))
+    elif len(question) > settings.qa.max_question_chars:
+        flags.append(("too_long", f"question over {settings.qa.max_question_chars} characters"))
+    if not answer.strip():
+        flags.append(("too_short", "empty answer"))
+    elif len(answer) > settings.qa.max_answer_chars:
+        flags.append(("too_long", f"answer over {settings.qa.max_answer_chars} characters"))
+    chunk_language, question_language = language_of(chunk_markdown), language_of(question)
+    if chunk_language != "other" and question_language != chunk_language:
+        flags.append(("language_mismatch", f"question is {question_language}, chunk is {chunk_language}"))
+    if _GENERIC_RE.search(question) and not _NAMED_RE.search(question):
+        flags.append(("generic_question", "refers to 'this slide/document' without naming what it asks about"))
+    return flags
+
+
+STOPWORDS = frozenset(
+    "a an the of in on at to for from by with and or is are was were be been what which who whom whose when where why "
+    "how does do did according this that these those its it as than into about value".split()
+)
+
+
+def _content_difference(a: str, b: str) -> set[str]:
+    """Content words in one question and not (even approximately) in the other."""
+    ta, tb = set(a.split()) - STOPWORDS, set(b.split()) - STOPWORDS
+    diff = set()
+    for word, other in [(w, tb) for w in ta - tb] + [(w, ta) for w in tb - ta]:
+        if not any(fuzz.ratio(word, o) >= 85 for o in other):
+            diff.add(word)
+    return diff
+
+
+def duplicate_flags(questions: Sequence[str], scopes: Sequence[str], threshold: float) -> list[tuple[str, str] | None]:
+    """For each question, a near_duplicate flag naming the earlier question it repeats.
+
+    Two questions are near-duplicates when their normalised token sets are at least
+    ``threshold`` similar (rapidfuzz ``token_set_ratio``, so word order does not matter)
+    and neither has a content word the other lacks (so template questions about different
+    rows or columns, "... Limit value for HIC15" vs "... Driver value for HIC15", stay
+    distinct while rephrasings and near-identical copies are caught). ``scopes`` are the
+    chunk ids: the reason says whether the repeat is in the same chunk or elsewhere in
+    the corpus. The first occurrence stays clean.
+    """
+    import numpy as np
+
+    normalised = [utils.default_process(q) for q in questions]
+    out: list[tuple[str, str] | None] = [None] * len(questions)
+    block = 2048  # rows compared at once: memory stays at block x n bytes
+    for start in range(0, len(questions), block):
+        stop = min(start + block, len(questions))
+        scores = process.cdist(
+            normalised[start:stop], normalised[:stop], scorer=fuzz.token_set_ratio,
+            score_cutoff=threshold, dtype=np.uint8, workers=1,
+        )
+        for i in range(start, stop):
+            row = scores[i - start]
+            earlier = [int(j) for j in np.nonzero(row[:i] >= threshold)[0] if not _content_difference(normalised[i], normalised[int(j)])]
+            if earlier:
+                j = earlier[0]
+                where = "in the same chunk" if scopes[i] == scopes[j] else "elsewhere in the corpus"
+                out[i] = ("near_duplicate", f"{row[j]}% similar to an earlier question {where}: {questions[j][:120]}")
+    return out

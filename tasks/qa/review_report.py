@@ -1,0 +1,382 @@
+"""review report: one self-contained HTML file in which domain experts review flagged QA pairs.
+
+``write_review_report(root)`` reads ``qa_pairs``, ``chunks``, ``elements`` and ``documents``
+from ``<root>/tables/`` and writes ``<root>/review/report-<build>.html`` (plus a copy,
+``<root>/review/latest.html``). The page opens without any network: CSS, JavaScript, data and
+thumbnails are all inline, and a Content-Security-Policy meta tag forbids loading anything else.
+
+What the page shows
+    Counts of *all* pairs by flag and status at the top, then the *flagged* pairs (``flags``
+    non-empty). Each pair is listed once, under its first flag (the order the flagger wrote
+    them); every flag of the pair is shown as a badge together with its reason. The flag filter
+    matches any of a pair's flags: selecting a flag shows one section with every pair carrying
+    it. Each pair shows its question, answer, reasons, the source chunk (Markdown rendered into
+    DOM nodes by a small safe renderer, or raw), the file and slide/page, and a thumbnail:
+    a PDF page rendered by PyMuPDF when the source file still exists, otherwise (slides, or a
+    missing PDF) a *layout sketch*: an SVG of the unit's element boxes coloured by kind, with
+    pictures embedded (downscaled), labelled "layout sketch" so no one takes it for a rendering.
+
+Decisions
+    Approve / Reject / Edit per pair, kept in memory and in ``localStorage`` under the build id;
+    "Export decisions" downloads ``decisions-<build>.json`` in the ``schemas.review``
+    ``DecisionsFile`` format (``ragprep-review-decisions/1``).
+
+Security
+    Every document-derived string (questions, answers, Markdown, titles, file names, reasons)
+    travels as JSON inside ``<script type="application/json" id="data">`` with ``<``, ``>``,
+    ``&``, U+2028 and U+2029 written as ``\\uXXXX`` escapes, so no text can close the script
+    element; the page script builds DOM nodes with ``textContent``/``createElement`` only.
+
+The build id is the first 12 hex digits of the SHA-256 of the sorted ``qa_id`` + flags lines:
+the same pairs with the same flags give the same build (and the same decisions storage key).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from xml.sax.saxutils import escape as xml_escape
+
+from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.tables import MissingTablesError, TableStore
+from schemas.chunks import ChunkRow
+from schemas.elements import ElementRow
+from schemas.qa_pairs import FLAG_CODES, QaPairRow
+from schemas.review import DECISIONS_FORMAT
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
+STATUSES = ("approved", "pending", "rejected")
+PDF_THUMB_DPI = 40
+SLIDE_SIZE_PT = (720.0, 540.0)
+PAGE_SIZE_PT = (612.0, 792.0)
+SKETCH_PICTURE_MAX_PX = 240
+KIND_COLOURS = {
+    "title": "#3b6fd6",
+    "text": "#8a94a6",
+    "table": "#2e9e6a",
+    "chart": "#d98a1f",
+    "picture": "#9b59b6",
+    "smartart": "#c0392b",
+    "ocr_page": "#607d8b",
+}
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def build_id(pairs: Iterable[QaPairRow]) -> str:
+    """First 12 hex digits of SHA-256 over the sorted ``qa_id<TAB>flag,flag`` lines."""
+    lines = sorted(f"{p.qa_id}\t{','.join(p.flags)}" for p in pairs)
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:12]
+
+
+def json_for_script(payload: object) -> str:
+    """JSON safe to place inside ``<script type="application/json">``: no ``<``, ``>``, ``&``,
+    U+2028 or U+2029 appear literally (they are ``\\uXXXX`` escapes inside JSON strings)."""
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return "".join(_JSON_ESCAPES.get(ch, ch) for ch in text)
+
+
+def _resolve_source(source_path: str, root: Path) -> Path | None:
+    """The source file if it still exists: as given (absolute or from the working directory),
+    else relative to the root."""
+    path = Path(source_path)
+    for candidate in (path, root / path) if not path.is_absolute() else (path,):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _inside(root: Path, rel: str) -> Path | None:
+    """``root / rel`` if it is an existing file inside ``root`` (image paths are data too)."""
+    try:
+        target = (root / rel).resolve()
+        if target.is_file() and target.is_relative_to(root.resolve()):
+            return target
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _data_url(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def render_pdf_page(path: Path, page: int) -> str | None:
+    """PNG data URL of a 1-based PDF page at ``PDF_THUMB_DPI``, or None if it cannot be rendered."""
+    import pymupdf
+
+    try:
+        with pymupdf.open(path) as doc:
+            if not 1 <= page <= doc.page_count:
+                return None
+            return _data_url("image/png", doc[page - 1].get_pixmap(dpi=PDF_THUMB_DPI).tobytes("png"))
+    except Exception:  # a damaged or replaced file: fall back to the layout sketch
+        return None
+
+
+def _slide_size(path: Path | None) -> tuple[float, float] | None:
+    if path is None or path.suffix.lower() != ".pptx":
+        return None
+    try:
+        from pptx import Presentation
+
+        prs = Presentation(str(path))
+        return float(prs.slide_width.pt), float(prs.slide_height.pt)
+    except Exception:
+        return None
+
+
+def _picture_data_url(path: Path, max_px: int) -> str | None:
+    from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            img.thumbnail((max_px, max_px))
+            out = io.BytesIO()
+            if img.mode in ("RGBA", "LA") or (img.mode == "P" and "transparency" in img.info):
+                img.convert("RGBA").save(out, "PNG", optimize=True)
+                return _data_url("image/png", out.getvalue())
+            img.convert("RGB").save(out, "JPEG", quality=70)
+            return _data_url("image/jpeg", out.getvalue())
+    except Exception:
+        return None
+
+
+def layout_sketch_svg(
+    elements: Sequence[ElementRow], root: Path, unit: str, number: int, size: tuple[float, float] | None = None
+) -> str:
+    """An SVG of one slide/page's element boxes (points, top-left origin), coloured by kind,
+    pictures embedded when their file exists. It carries no document text, only kinds."""
+    boxes = [e for e in elements if e.bbox and len(e.bbox) == 4 and e.kind != "notes"]
+    default = SLIDE_SIZE_PT if unit == "slide" else PAGE_SIZE_PT
+    width, height = size or default
+    if boxes:  # boxes beyond the assumed size mean the unit is larger than assumed
+        width = max(width, max(e.bbox[2] for e in boxes))
+        height = max(height, max(e.bbox[3] for e in boxes))
+    label_size = max(12.0, width / 30)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" height="{height:.0f}" font-family="sans-serif">',
+        f'<rect x="0" y="0" width="{width:.0f}" height="{height:.0f}" fill="#ffffff" stroke="#9aa3b2" stroke-width="2"/>',
+    ]
+    for element in sorted(boxes, key=lambda e: e.order):
+        x0, y0, x1, y1 = (float(v) for v in element.bbox)
+        w, h = max(x1 - x0, 1.0), max(y1 - y0, 1.0)
+        colour = KIND_COLOURS.get(element.kind, "#8a94a6")
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{colour}" '
+            f'fill-opacity="0.18" stroke="{colour}" stroke-width="2"/>'
+        )
+        picture = _inside(root, element.image_path) if element.image_path else None
+        if picture is not None and (url := _picture_data_url(picture, SKETCH_PICTURE_MAX_PX)):
+            parts.append(
+                f'<image x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" '
+                f'preserveAspectRatio="xMidYMid meet" href="{xml_escape(url)}"/>'
+            )
+        parts.append(
+            f'<text x="{x0 + 4:.1f}" y="{y0 + label_size + 2:.1f}" font-size="{label_size:.1f}" '
+            f'fill="{colour}" font-weight="bold">{xml_escape(element.kind)}</text>'
+        )
+    parts.append(
+        f'<text x="{width - 8:.0f}" y="{height - 10:.0f}" font-size="{label_size * 1.2:.1f}" fill="#5b6472" '
+        f'font-style="italic" text-anchor="end">layout sketch</text>'
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class _UnitKey:
+    doc_id: str
+    unit: str  # slide | page
+    number: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.doc_id}/{self.unit}/{self.number}"
+
+
+def _unit_of(pair: QaPairRow, chunk: ChunkRow | None) -> _UnitKey | None:
+    slide = pair.slide if pair.slide is not None else (chunk.slide if chunk else None)
+    if slide is not None:
+        return _UnitKey(pair.doc_id, "slide", slide)
+    page = pair.page_start if pair.page_start is not None else (chunk.page_start if chunk else None)
+    if page is not None:
+        return _UnitKey(pair.doc_id, "page", page)
+    return None
+
+
+class _Thumbnails:
+    """One thumbnail per (document, unit, number), shared by every pair that points at it."""
+
+    def __init__(self, root: Path, elements: Sequence[ElementRow]) -> None:
+        self.root = root
+        self.by_unit: dict[tuple[str, str, int], list[ElementRow]] = {}
+        for element in elements:
+            self.by_unit.setdefault((element.doc_id, element.unit, element.number), []).append(element)
+        self.thumbs: dict[str, dict[str, str]] = {}
+        self._slide_sizes: dict[str, tuple[float, float] | None] = {}
+
+    def get(self, unit: _UnitKey, source_path: str) -> str:
+        if unit.key in self.thumbs:
+            return unit.key
+        source = _resolve_source(source_path, self.root)
+        label = f"{unit.unit} {unit.number}"
+        src = None
+        if unit.unit == "page" and source is not None and source.suffix.lower() == ".pdf":
+            src = render_pdf_page(source, unit.number)
+        if src is not None:
+            self.thumbs[unit.key] = {"src": src, "kind": "page-render", "caption": f"{label}, rendered at {PDF_THUMB_DPI} dpi"}
+            return unit.key
+        if unit.unit == "slide" and source_path not in self._slide_sizes:
+            self._slide_sizes[source_path] = _slide_size(source)
+        size = self._slide_sizes.get(source_path) if unit.unit == "slide" else None
+        svg = layout_sketch_svg(self.by_unit.get((unit.doc_id, unit.unit, unit.number), []), self.root, unit.unit, unit.number, size)
+        why = "no slide renderer installed" if unit.unit == "slide" else "source file not found"
+        self.thumbs[unit.key] = {
+            "src": _data_url("image/svg+xml", svg.encode("utf-8")),
+            "kind": "layout-sketch",
+            "caption": f"{label}: layout sketch of element boxes, not a rendering ({why})",
+        }
+        return unit.key
+
+
+def _counts(pairs: Sequence[QaPairRow]) -> dict:
+    by_status = Counter(p.status for p in pairs)
+    by_flag: dict[str, Counter] = {}
+    for pair in pairs:
+        for flag in dict.fromkeys(pair.flags) or ["(none)"]:
+            by_flag.setdefault(flag, Counter())[pair.status] += 1
+    order = [f for f in FLAG_CODES if f in by_flag] + sorted(f for f in by_flag if f not in FLAG_CODES and f != "(none)")
+    if "(none)" in by_flag:
+        order.append("(none)")
+    statuses = list(STATUSES) + sorted(s for s in by_status if s not in STATUSES)
+    return {
+        "total": len(pairs),
+        "flagged": sum(1 for p in pairs if p.flags),
+        "statuses": statuses,
+        "by_status": {s: by_status.get(s, 0) for s in statuses},
+        "by_flag": [{"flag": f, "total": sum(by_flag[f].values()), **{s: by_flag[f].get(s, 0) for s in statuses}} for f in order],
+    }
+
+
+def _chunk_payload(chunk: ChunkRow) -> dict:
+    if chunk.markdown_v1:
+        markdown, version = chunk.markdown_v1, "Ver.1 (with report header)"
+    elif chunk.markdown_v0:
+        markdown, version = chunk.markdown_v0, "Ver.0 (corrected)"
+    else:
+        markdown, version = chunk.markdown, "as extracted"
+    return {
+        "chunk_id": chunk.chunk_id,
+        "title": chunk.title,
+        "unit": chunk.unit,
+        "slide": chunk.slide,
+        "page_start": chunk.page_start,
+        "page_end": chunk.page_end,
+        "heading_path": list(chunk.heading_path),
+        "markdown": markdown,
+        "markdown_version": version,
+    }
+
+
+def build_report_data(root: Path) -> dict:
+    """Everything the page shows, as plain JSON-able data (flagged pairs only, plus counts)."""
+    store = TableStore(Layout(root))
+    if not store.exists("qa_pairs"):
+        raise MissingTablesError(f"{store.path('qa_pairs')}: no qa_pairs table; run `ragprep qa --root {root}` first")
+    pairs: list[QaPairRow] = store.read("qa_pairs")
+    chunks = {c.chunk_id: c for c in store.read("chunks", optional=True)}
+    documents = {d.doc_id: d for d in store.read("documents", optional=True)}
+    flagged = sorted((p for p in pairs if p.flags), key=lambda p: (p.source_path, p.slide or 0, p.page_start or 0, p.qa_id))
+    wanted_units = {(p.doc_id, u) for p in flagged for u in ("slide", "page")}
+    elements = [e for e in store.read("elements", optional=True) if (e.doc_id, e.unit) in wanted_units]
+    thumbs = _Thumbnails(root, elements)
+
+    def file_name(pair: QaPairRow) -> str:
+        doc = documents.get(pair.doc_id)
+        return doc.file_name if doc else Path(pair.source_path).name
+
+    out_pairs, out_chunks, docs = [], {}, {}
+    for pair in flagged:
+        chunk = chunks.get(pair.chunk_id)
+        if chunk is not None and chunk.chunk_id not in out_chunks:
+            out_chunks[chunk.chunk_id] = _chunk_payload(chunk)
+        unit = _unit_of(pair, chunk)
+        record = pair.model_dump(mode="json")
+        record.update(
+            file_name=file_name(pair),
+            group=pair.flags[0],
+            thumb=thumbs.get(unit, pair.source_path) if unit else None,
+            chunk_found=chunk is not None,
+        )
+        out_pairs.append(record)
+        entry = docs.setdefault(pair.doc_id, {"doc_id": pair.doc_id, "file_name": record["file_name"], "path": pair.source_path, "n_flagged": 0})
+        entry["n_flagged"] += 1
+    present = {f for p in flagged for f in p.flags}
+    flag_order = [f for f in FLAG_CODES if f in present] + sorted(present - set(FLAG_CODES))
+    return {
+        "format": DECISIONS_FORMAT,
+        "build": build_id(pairs),
+        "generated_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "counts": _counts(pairs),
+        "flag_order": flag_order,
+        "documents": sorted(docs.values(), key=lambda d: (d["file_name"], d["doc_id"])),
+        "pairs": out_pairs,
+        "chunks": out_chunks,
+        "thumbs": thumbs.thumbs,
+    }
+
+
+def render_report_html(data: dict) -> str:
+    """The page: template + inline CSS and JS + the data as escaped JSON."""
+    template = (TEMPLATES / "review_report.html").read_text(encoding="utf-8")
+    css = (TEMPLATES / "review_report.css").read_text(encoding="utf-8")
+    js = (TEMPLATES / "review_report.js").read_text(encoding="utf-8")
+    for name, text in (("css", css), ("js", js)):
+        if "</" in text or "<!--" in text or "<script" in text.lower():  # would end or confuse the inline block
+            raise ValueError(f"review_report.{name} must not contain '</', '<!--' or '<script'")
+    build = data["build"]
+    if not all(c in "0123456789abcdef" for c in build):
+        raise ValueError(f"build id must be hex: {build!r}")
+    return (
+        template.replace("{{CSP}}", CSP)
+        .replace("{{BUILD}}", build)
+        .replace("{{CSS}}", css)
+        .replace("{{JS}}", js)
+        .replace("{{DATA}}", json_for_script(data))  # last: data never passes through another replace
+    )
+
+
+def write_review_report(root: Path, out: Path | None = None) -> Path:
+    """Write the review report for the tables under ``root`` and return its path.
+
+    Default ``out``: ``<root>/review/report-<build>.html``; then ``<root>/review/latest.html``
+    is overwritten with a copy. An explicit ``out`` is written alone."""
+    root = Path(root)
+    data = build_report_data(root)
+    html = render_report_html(data).encode("utf-8")
+    if out is None:
+        layout = Layout(root)
+        out = layout.review_dir / f"report-{data['build']}.html"
+        _write(out, html)
+        _write(layout.latest_review_report, html)  # a copy, replaced atomically
+        return out
+    out = Path(out)
+    _write(out, html)
+    return out
+
+
+def _write(path: Path, data: bytes) -> None:
+    atomic_write_bytes(path, data)
+    path.chmod(0o644)  # a temporary file is created 0600; the report is meant to be shared
