@@ -161,6 +161,13 @@ class QaSettings(BaseModel):
     min_question_chars: int = Field(12, ge=1, description="Shorter questions are flagged too_short.")
     max_question_chars: int = Field(300, ge=20, description="Longer questions are flagged too_long.")
     max_answer_chars: int = Field(600, ge=20, description="Longer answers are flagged too_long.")
+    critic_min_score: int = Field(
+        3, ge=1, le=5, description="judge: a pair is auto-approved only when every critic score (1-5) is at least this."
+    )
+    spot_check_share: float = Field(
+        0.1, ge=0, le=1, description="Review report: share of auto-approved pairs drawn at random for expert spot checks ..."
+    )
+    spot_check_min: int = Field(20, ge=0, description="... and at least this many (all of them when there are fewer).")
 
 
 class QuoteSettings(BaseModel):
