@@ -6,7 +6,7 @@ ROOT ?= ragprep-data
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: demo test bench system-deps test-deps sample-docs clean
+.PHONY: demo test test-llm bench system-deps test-deps sample-docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,11 +28,18 @@ demo: $(VENV)/.installed system-deps
 test: $(VENV)/.installed test-deps
 	$(PY) -m pytest
 
+## The openai provider against a real local server (llama-cpp-python + SmolLM2-135M; builds .venv-llm
+## on first use, about 25 minutes on two cores). Not part of `make test` or CI.
+test-llm: $(VENV)/.installed system-deps
+	VENV=$(VENV) deploy/test-llm.sh
+
 ## Benchmarks: ratios against baselines and peers measured in the same run.
 bench: $(VENV)/.installed system-deps
 	$(VENV)/bin/pip install -q -r bench/requirements.txt
 	$(PY) bench/extract.py
 	$(PY) bench/negatives.py
+	$(PY) bench/index.py
+	$(PY) bench/refmatch.py
 
 ## Regenerate the committed sample documents (deterministic bytes).
 sample-docs: $(VENV)/.installed

@@ -1,6 +1,6 @@
 """``ragprep run``: every implemented stage in order.
 
-ingest (discover, extract + OCR, chunk) -> describe -> correct -> headers -> qa (+ review report)
+ingest (discover, extract + OCR, chunk) -> describe -> correct -> headers -> qa -> judge (+ review report)
 -> quotes -> negatives (MMDocRAG candidate sets) -> dataset (splits, version, quality gate, publish).
 Describe runs before correct because a slide's correction reads its image descriptions.
 """
@@ -28,11 +28,11 @@ class PipelineSummary(BaseModel):
 
 
 def run_all(paths: list[str], settings: Settings) -> PipelineSummary:
-    """Ingest ``paths``, then (when a document was extracted) enrich, qa, quotes, negatives and dataset."""
+    """Ingest ``paths``, then (when a document was extracted) enrich, qa, judge, quotes, negatives and dataset."""
     ingest = ingest_documents(paths, settings)
     if not ingest.run.n_ok + ingest.run.n_partial:
         return PipelineSummary(ingest=ingest, stages=[])
-    stages = [*run_enrich(settings), run_qa(settings)]
+    stages = [*run_enrich(settings), *run_qa(settings)]
     publish_stages(stages)
     mmdoc = run_mmdoc_stages(settings)
     return PipelineSummary(ingest=ingest, stages=stages, mmdoc=mmdoc, dataset=run_dataset(settings))
@@ -42,5 +42,5 @@ def run_all(paths: list[str], settings: Settings) -> PipelineSummary:
 def pipeline_flow(
     paths: list[str] = ["sample_docs"], root: str | None = None, workers: int | None = None, ocr: bool | None = None
 ) -> PipelineSummary:
-    """Run every stage: ingest, describe, correct, headers, qa (with its review report), quotes, negatives, dataset."""
+    """Run every stage: ingest, describe, correct, headers, qa, judge (with the review report), quotes, negatives, dataset."""
     return run_all(paths, build_settings(root, workers, ocr))

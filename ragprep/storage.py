@@ -10,6 +10,11 @@ Layout under ``root``::
     tables/<name>.parquet        the assembled tables queried by ``ragprep sql``
     review/                      decisions.parquet (durable) and the HTML review reports
     datasets/                    dataset versions (the default local store)
+    refmatch/<name>.parquet      answer segments and the chunks they cite (``ragprep refmatch``)
+    evaluations/<version>/       retrieval evaluations (Parquet + Markdown report)
+    models/<kind>/<id>/          trained query adapters and re-rankers with their cards
+    exports/training/<version>/  training exports (retriever, re-ranker, SFT JSONL + card)
+    index/<variant>/             search index of a dataset version: LanceDB vectors, BM25, manifest.json
 
 Every file is written to a temporary name in the same directory and renamed into
 place, so a crash never leaves a half-written file behind.
@@ -87,8 +92,16 @@ class Layout:
     tables_dir = _folder("tables", doc="The assembled Parquet tables (the working tables of the last run).")
     review_dir = _folder("review", doc="Review decisions and the HTML review reports.")
     review_table = _folder("review", "decisions.parquet", doc="The durable table of expert decisions (kept across builds).")
+    header_review_table = _folder(
+        "review", "header_decisions.parquet", doc="Expert values of report header fields (kept across builds)."
+    )
     latest_review_report = _folder("review", "latest.html", doc="The latest HTML review report.")
     datasets_dir = _folder("datasets", doc="The default local dataset store (``dataset_uri`` may name another).")
+    evaluations_dir = _folder("evaluations", doc="Retrieval evaluations, one folder per dataset version (Parquet + Markdown).")
+    models_dir = _folder("models", doc="Trained query adapters and re-rankers, one folder per model, each with its card.")
+    refmatch_dir = _folder("refmatch", doc="Reference-matching results: one Parquet of answer segments and citations per input.")
+    training_exports_dir = _folder("exports", "training", doc="Training exports (retriever, re-ranker, SFT), one folder per version.")
+    index_dir = _folder("index", doc="Search indexes, one folder per text variant (``index/v1``, ``index/v0``).")
 
     def part_dir(self, doc_id: str, fingerprint: str) -> Path:
         """The Parquet parts of one document for one fingerprint."""

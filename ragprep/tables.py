@@ -31,7 +31,7 @@ from schemas.qa_pairs import (
     QaPairRow,
 )
 from schemas.quotes import QUOTES_SCHEMA, QuoteRow
-from schemas.review import REVIEW_SCHEMA, ReviewRow
+from schemas.review import HEADER_REVIEW_SCHEMA, REVIEW_SCHEMA, HeaderReviewRow, ReviewRow
 from schemas.runs import RUNS_SCHEMA, RunRow
 
 
@@ -64,6 +64,7 @@ REGISTRY: dict[str, TableSpec] = {
         TableSpec("quotes", QuoteRow, QUOTES_SCHEMA, "quote_id", has_suite=True),
         TableSpec("mm_items", MmItemRow, MM_ITEMS_SCHEMA, "item_id", has_suite=True),
         TableSpec("review", ReviewRow, REVIEW_SCHEMA, "qa_id", queryable=False),
+        TableSpec("header_review", HeaderReviewRow, HEADER_REVIEW_SCHEMA, "doc_id", versioned=False, queryable=False),
         TableSpec("runs", RunRow, RUNS_SCHEMA, "run_id", versioned=False),
     )
 }
@@ -89,7 +90,8 @@ class TableStore:
     def path(self, name: str) -> Path:
         """Where a working table lives (the review decisions under ``review/``, the rest under ``tables/``)."""
         spec(name)
-        return self.layout.review_table if name == "review" else self.layout.table_path(name)
+        durable = {"review": self.layout.review_table, "header_review": self.layout.header_review_table}
+        return durable.get(name) or self.layout.table_path(name)
 
     def exists(self, name: str) -> bool:
         """Whether the table has been written."""

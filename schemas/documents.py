@@ -18,6 +18,9 @@ class DocumentRow(BaseModel):
     path: str = Field(description="The path as discovered.")
     file_name: str
     doc_type: str = Field(description="test_report | meeting_note | textbook | other (settings.doc_type_rules).")
+    doc_type_reason: str | None = Field(
+        None, description="Why: the file-name rule that matched, or the header fields found on the first slides."
+    )
     format: str = Field(description="pptx | pdf | unknown")
     size_bytes: Annotated[int, ArrowType(pa.int64())]
     title: str | None = None

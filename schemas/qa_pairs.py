@@ -12,6 +12,12 @@ from schemas.chunks import FirstPage, LastPage, SlideNumber
 QuestionType = Literal["factual", "numeric", "comparative", "procedural", "causal", "definitional"]
 Modality = Literal["text", "table", "chart", "image"]
 QaStatus = Literal["approved", "pending", "rejected"]
+CRITIC_CRITERIA = ("grounded", "standalone", "well_formed", "useful")
+"""What the judge (critic) scores 1-5 per pair (the QA rubric)."""
+LOW_QUALITY = "low_quality"
+LOW_QUALITY_FLAGS = tuple(f"{LOW_QUALITY}:{c}" for c in (*CRITIC_CRITERIA, "judge_failed"))
+"""The judge's flags: ``low_quality:<criterion>`` per criterion scored below qa.critic_min_score, and
+``low_quality:judge_failed`` when the critic gave no usable reply."""
 FLAG_CODES = (
     "unsupported_answer",
     "number_not_in_chunk",
@@ -23,6 +29,8 @@ FLAG_CODES = (
     "language_mismatch",
     "generic_question",
     "generation_failed",
+    "ambiguous_gold",
+    *LOW_QUALITY_FLAGS,
 )
 
 
@@ -51,6 +59,17 @@ class QaPairRow(BaseModel):
     model: str
     prompt: str
     prompt_sha256: str | None = None
+    critic_grounded: int | None = Field(None, description="judge, 1-5: the answer is correct and fully supported by the chunk.")
+    critic_standalone: int | None = Field(None, description="judge, 1-5: the question is understood without the chunk.")
+    critic_well_formed: int | None = Field(None, description="judge, 1-5: a grammatical, real question; a complete answer.")
+    critic_useful: int | None = Field(None, description="judge, 1-5: a question a real user might ask; a meaningful fact.")
+    critic_usable: bool | None = Field(
+        None, description="judge: every critic score >= qa.critic_min_score; None before the judge ran or when it failed."
+    )
+    critic_reasons: list[str] = Field(default_factory=list, description="judge: one reason per deduction, 'criterion: why'.")
+    critic_provider: str | None = Field(None, description="judge: provider of the critic (heuristic for the offline rules).")
+    critic_model: str | None = None
+    critic_prompt: str | None = Field(None, description="judge: prompt id@version (heuristic:judge_qa@ragprep-rules-1 offline).")
 
 
 QA_PAIRS_SCHEMA = arrow_schema(QaPairRow)

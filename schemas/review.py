@@ -5,7 +5,8 @@ Decisions file (what "export decisions" downloads, what ``ragprep review apply``
     {"format": "ragprep-review-decisions/1", "build": "<report build id>",
      "decisions": [{"qa_id": "...", "decision": "approve|reject|edit",
                     "question": "...", "answer": "...",      # the edited text, for "edit"
-                    "reviewer": "...", "decided_at": "2026-11-30T10:00:00Z"}]}
+                    "reviewer": "...", "decided_at": "2026-11-30T10:00:00Z"}],
+     "headers": [{"doc_id": "...", "field": "Stage", "value": "P2", "reviewer": "..."}]}
 """
 
 from __future__ import annotations
@@ -29,10 +30,21 @@ class Decision(BaseModel):
     decided_at: datetime | None = None
 
 
+class HeaderDecision(BaseModel):
+    """An expert's value for one header field of one test report (it wins over what the rules read)."""
+
+    doc_id: str
+    field: str
+    value: str | None = Field(None, description="The field's value; None clears it (the report does not state it).")
+    reviewer: str | None = None
+    decided_at: datetime | None = None
+
+
 class DecisionsFile(BaseModel):
     format: Literal["ragprep-review-decisions/1"] = DECISIONS_FORMAT
     build: str | None = None
-    decisions: list[Decision]
+    decisions: list[Decision] = Field(default_factory=list)
+    headers: list[HeaderDecision] = Field(default_factory=list, description="Header fields filled in by an expert.")
 
 
 class ReviewRow(Decision):
@@ -41,6 +53,21 @@ class ReviewRow(Decision):
     applied_at: datetime
     source_file: str
     chunk_id: str | None = Field(None, description="The pair's chunk when the decision was applied (dataset splits follow it).")
+    auto_approved: bool | None = Field(
+        None,
+        description="The pair was auto-approved (approved, no flags) before any expert decided on it: the decision is a spot "
+        "check. None when the pair was unknown at apply time (or the row predates this column).",
+    )
 
 
 REVIEW_SCHEMA = arrow_schema(ReviewRow)
+
+
+class HeaderReviewRow(HeaderDecision):
+    """A stored header decision; the latest per (doc_id, field) wins."""
+
+    applied_at: datetime
+    source_file: str
+
+
+HEADER_REVIEW_SCHEMA = arrow_schema(HeaderReviewRow)

@@ -9,6 +9,7 @@ with ``run.generate(role, step)`` and writes its output tables back through the 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
@@ -39,6 +40,8 @@ class StageReport(BaseModel):
     flagged: int
     flags: dict[str, int]
     usage: list[dict]
+    seconds: float = 0.0
+    """Wall time of the stage, reading its tables to writing them."""
 
     @property
     def calls(self) -> int:
@@ -50,6 +53,21 @@ class StageReport(BaseModel):
         """Replies answered from the cache."""
         return sum(u.get("cache_hits", 0) for u in self.usage)
 
+    @property
+    def repairs(self) -> int:
+        """Repair attempts after an unusable structured reply."""
+        return sum(u.get("repairs", 0) for u in self.usage)
+
+    @property
+    def failures(self) -> int:
+        """Calls that failed after the SDK's retries."""
+        return sum(u.get("failures", 0) for u in self.usage)
+
+    @property
+    def structured_mode(self) -> str:
+        """How JSON was asked for (``json_schema``, ``json_object``, ``prompt``), or ``-`` when no call asked for it."""
+        return "; ".join(str(u["structured_mode"]) for u in self.usage if u.get("structured_mode")) or "-"
+
     def flag_summary(self) -> str:
         """``code: count`` pairs, or ``-`` when nothing was flagged."""
         return ", ".join(f"{k}: {v}" for k, v in sorted(self.flags.items())) or "-"
@@ -58,14 +76,16 @@ class StageReport(BaseModel):
 def stages_report(reports: Sequence[StageReport]) -> Report:
     """One table of stage reports, shown by the CLI and published as a Prefect artifact."""
     rows = [
-        [r.stage, r.provider, r.model, r.prompt, r.items, r.flagged, r.flag_summary(), r.calls, r.cache_hits]
+        [r.stage, r.provider, r.model, r.prompt, r.items, r.flagged, r.flag_summary(), r.calls, r.cache_hits,
+         r.repairs, r.failures, r.structured_mode, f"{r.seconds:.1f}"]
         for r in reports
     ]
     calls = sum(r.calls for r in reports)
     hits = sum(r.cache_hits for r in reports)
     return Report(
         title="ragprep: generative stages",
-        columns=["stage", "provider", "model", "prompt", "items", "flagged", "flags", "calls", "cached"],
+        columns=["stage", "provider", "model", "prompt", "items", "flagged", "flags", "calls", "cached",
+                 "repairs", "failed", "json mode", "seconds"],
         rows=rows,
         notes=[f"Remote calls: {calls}, answered from cache: {hits}."],
     )
@@ -119,6 +139,7 @@ class StageRun:
         self.prompt: PromptTemplate = load_prompt(prompt_id)
         self.meter = UsageMeter(prices=settings.llm.prices)
         self.generator: Generator | None = None
+        self._started = time.monotonic()
 
     def generate(self, role: str, step: Callable[[Generator], Awaitable[Result]]) -> Result:
         """Run ``step(generator)`` in a fresh event loop with the ``llm`` or ``vlm`` provider."""
@@ -145,4 +166,5 @@ class StageRun:
             flagged=len(flags),
             flags=flag_counts(flags),
             usage=self.meter.table(),
+            seconds=round(time.monotonic() - self._started, 2),
         )

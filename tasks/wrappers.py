@@ -22,6 +22,10 @@ from schemas.runs import RunRow
 from tasks.dataset.quality import GateResult
 from tasks.dataset.versions import BuildResult, build_version, quality_gate
 from tasks.enrich.run import run_correct, run_describe, run_headers
+from tasks.evaluate.retrieval import EvalOptions, EvaluationSummary, run_compare, run_evaluate
+from tasks.evaluate.retrieval_report import Comparison
+from tasks.export.training import TrainingExport, export_training
+from tasks.index.run import IndexReport, run_index
 from tasks.ingest.run import (
     DocumentOutcome,
     DocumentRef,
@@ -32,8 +36,10 @@ from tasks.ingest.run import (
 )
 from tasks.mmdoc.run import NegativesReport, QuotesReport, run_negatives, run_quotes
 from tasks.qa.review_report import write_review_report
-from tasks.qa.run import run_qa
+from tasks.qa.run import run_judge, run_qa
+from tasks.refmatch.run import RefmatchReport, run_refmatch
 from tasks.stage import Progress, StageReport
+from tasks.train.run import TrainReport, run_train
 
 
 def _watched(name: str, unit: str = "items", min_step: int = 10) -> Progress:
@@ -119,12 +125,14 @@ describe_task = _generative_task("describe", run_describe, "Describe every pictu
 correct_task = _generative_task("correct", run_correct, "Correct each slide's Markdown.")
 headers_task = _generative_task("headers", run_headers, "Extract the headers of test reports and prepend them to their chunks.")
 qa_task = _generative_task("qa", run_qa, "Generate, flag and review-apply QA pairs.")
+judge_task = _generative_task("judge", run_judge, "Score every QA pair with the critic; approve the ones it passes.")
 
 
 @task(name="review-report", cache_policy=NO_CACHE)
 def review_report_task(settings: Settings) -> str:
-    """Write the HTML review report of flagged QA pairs; returns its path."""
-    path = write_review_report(settings.root)
+    """Write the HTML review report of flagged QA pairs and the spot-check sample; returns its path."""
+    qa = settings.qa
+    path = write_review_report(settings.root, spot_check_share=qa.spot_check_share, spot_check_min=qa.spot_check_min)
     get_run_logger().info("review report: %s", path)
     return str(path)
 
@@ -174,3 +182,70 @@ def build_version_task(settings: Settings) -> tuple[BuildResult, GateResult | No
         logger.warning("dataset version %s failed the quality gate (%s); LATEST not moved", result.version_id,
                        ", ".join(result.failed_expectations))
     return result, outcome.get("result")
+
+
+# -- index -------------------------------------------------------------------------------
+
+
+@task(name="build-search-index", cache_policy=NO_CACHE)
+def build_index_task(settings: Settings, version: str | None, variant: str | None) -> IndexReport:
+    """Embed a dataset version's chunks (new or changed ones only) and write the search index."""
+    result = run_index(settings, version, variant, _watched("index", "passages embedded", min_step=64))
+    progress.current().end_document("index", f"{result.chunks} chunks")
+    get_run_logger().info(
+        "search index %s of version %s: %d chunks, %d passages embedded, %d reused (%s), %s",
+        result.variant, result.version_id, result.chunks, result.embedded, result.reused, result.embedder, result.path,
+    )
+    return result
+
+
+# -- evaluate, export train, train ----------------------------------------------------------
+
+
+@task(name="evaluate-retrieval", cache_policy=NO_CACHE)
+def evaluate_task(settings: Settings, version: str | None, options: EvalOptions) -> EvaluationSummary:
+    """Evaluate retrieval on a dataset version's test split: every variant, written to Parquet and Markdown."""
+    result = run_evaluate(settings, version, options)
+    get_run_logger().info("evaluation %s of version %s: %d test questions, pool %d chunks, %d rows; %s",
+                          result.eval_id, result.version_id, result.test_questions, result.pool_chunks, len(result.rows),
+                          result.markdown)
+    return result
+
+
+@task(name="compare-evaluations", cache_policy=NO_CACHE)
+def compare_task(settings: Settings, old: str, new: str, options: EvalOptions) -> Comparison:
+    """Evaluate two versions (stored evaluations of the same inputs are reused) and compare every metric."""
+    result = run_compare(settings, old, new, options)
+    get_run_logger().info("compared %s -> %s over %d variants (%d common test questions)", old, new, len(result.moves),
+                          result.common_questions)
+    return result
+
+
+@task(name="export-training", cache_policy=NO_CACHE)
+def export_training_task(settings: Settings, version: str | None, out: str | None) -> TrainingExport:
+    """Write the retriever, re-ranker and SFT exports (train and val splits only) with their card."""
+    result = export_training(settings, version, Path(out) if out else None)
+    get_run_logger().info("training exports of version %s: %s in %s", result.version_id, result.card["files"], result.out_dir)
+    return result
+
+
+@task(name="train", task_run_name="train {target}", cache_policy=NO_CACHE)
+def train_task(settings: Settings, target: str, version: str | None, steps: int | None, backend: str | None) -> TrainReport:
+    """Train the retriever (query adapter or sentence-transformers) or the re-ranker (linear or cross-encoder)."""
+    result = run_train(settings, target, version, steps, backend)
+    get_run_logger().info("trained %s %s on version %s: %s", result.kind, result.model_id, result.version_id,
+                          result.card.get("metrics"))
+    return result
+
+
+@task(name="refmatch", task_run_name="refmatch {answers}", cache_policy=NO_CACHE)
+def refmatch_task(settings: Settings, answers: str, out: str | None = None) -> RefmatchReport:
+    """Link every segment of every answer in a (question, answer) JSONL to the chunk it came from; write the Parquet."""
+    result = run_refmatch(settings, Path(answers), Path(out) if out else None, _watched("refmatch", "answers"))
+    progress.current().end_document("refmatch", f"{result.segments} segments")
+    get_run_logger().info(
+        "refmatch: %d answers, %d segments (%d supported, %d below threshold, %d unsupported), %d scorer calls of %d naive; "
+        "%d bad lines; %s", result.items, result.segments, result.supported, result.below_threshold, result.unsupported,
+        result.scorer_calls, result.naive_calls, len(result.errors), result.output,
+    )
+    return result

@@ -34,8 +34,14 @@ Faults (a FIFO, one consumed per API request, before normal handling):
 * ``("content", text)``: answer normally, but with exactly this assistant text;
 * ``("disconnect",)``: close the connection without any response.
 
+Structured-output formats: by default every ``response_format`` is accepted (and ignored).
+``accepted_formats`` (constructor or property) lists the ``response_format`` types served; a
+request with any other type gets ``format_status`` (500) and an error body naming it, as
+llama.cpp's server answers ``json_schema``. ``LLAMA_CPP_FORMATS`` is that server's set
+(``json_object``, with or without a ``schema``); ``()`` refuses every ``response_format``.
+
 Run standalone (e.g. to point a benchmark at it): ``python tests/fake_llm_server.py
---port 8000 --latency 0.1``.
+--port 8000 --latency 0.1`` (``--formats json_object`` to emulate llama.cpp).
 """
 
 from __future__ import annotations
@@ -50,12 +56,14 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 
-__all__ = ["FakeLLMServer", "default_responder", "last_user_text", "count_words"]
+__all__ = ["FakeLLMServer", "default_responder", "last_user_text", "count_words", "LLAMA_CPP_FORMATS"]
 
 HOST = "127.0.0.1"
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
 MALFORMED_BODY = b'{"choices": ['
+LLAMA_CPP_FORMATS = ("json_object",)
+"""The ``response_format`` types llama-cpp-python's server takes (``json_schema`` gets a 500)."""
 
 Responder = Callable[[dict, str], Any]
 
@@ -284,12 +292,24 @@ class FakeLLMServer:
     response), ``responder`` (``fn(request_json, api) -> str``), and the fault queue
     (``enqueue_faults``). Read: ``requests`` (a snapshot list of dicts), ``request_count``,
     ``images_seen``, ``connections_opened``, ``errors`` (exceptions raised by the responder).
+    ``accepted_formats`` (None: all) and ``format_status`` emulate servers that refuse some
+    ``response_format`` types (see the module docstring).
     """
 
-    def __init__(self, *, port: int = 0, latency: float = 0.0, responder: Responder | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        latency: float = 0.0,
+        responder: Responder | None = None,
+        accepted_formats: Iterable[str] | None = None,
+        format_status: int = 500,
+    ) -> None:
         self._lock = threading.Lock()
         self._latency = float(latency)
         self._responder: Responder = responder or default_responder
+        self._accepted_formats: frozenset[str] | None = None if accepted_formats is None else frozenset(accepted_formats)
+        self._format_status = int(format_status)
         self._faults: collections.deque[tuple] = collections.deque()
         self._requests: list[dict] = []
         self._images_seen = 0
@@ -386,6 +406,28 @@ class FakeLLMServer:
         with self._lock:
             self._responder = fn or default_responder
 
+    @property
+    def accepted_formats(self) -> frozenset[str] | None:
+        """The ``response_format`` types served (None: every one)."""
+        with self._lock:
+            return self._accepted_formats
+
+    @accepted_formats.setter
+    def accepted_formats(self, formats: Iterable[str] | None) -> None:
+        with self._lock:
+            self._accepted_formats = None if formats is None else frozenset(formats)
+
+    @property
+    def format_status(self) -> int:
+        """The status a refused ``response_format`` gets (llama.cpp: 500)."""
+        with self._lock:
+            return self._format_status
+
+    @format_status.setter
+    def format_status(self, status: int) -> None:
+        with self._lock:
+            self._format_status = int(status)
+
     def enqueue_faults(self, faults: Iterable[tuple]) -> None:
         """Append faults to the FIFO; each API request consumes (at most) one."""
         checked = [_validate_fault(tuple(f) if isinstance(f, list) else f) for f in faults]
@@ -400,7 +442,8 @@ class FakeLLMServer:
     def reset(self, *, defaults: bool = False) -> None:
         """Clear the request log, image count, responder errors and pending faults.
 
-        ``latency`` and ``responder`` are kept unless ``defaults=True``.
+        ``latency``, ``responder``, ``accepted_formats`` and ``format_status`` are kept unless
+        ``defaults=True``.
         """
         with self._lock:
             self._requests.clear()
@@ -410,6 +453,8 @@ class FakeLLMServer:
             if defaults:
                 self._latency = 0.0
                 self._responder = default_responder
+                self._accepted_formats = None
+                self._format_status = 500
 
     # -- observations
 
@@ -489,6 +534,8 @@ class FakeLLMServer:
             self._images_seen += images
             latency = self._latency
             responder = self._responder
+            accepted_formats = self._accepted_formats
+            format_status = self._format_status
 
         self._sleep(latency)
         if not isinstance(request_json, dict):
@@ -516,6 +563,11 @@ class FakeLLMServer:
                 self._sleep(fault[1])
             elif kind == "content":
                 content_override = fault[1]
+
+        refused = _refused_format(request_json, accepted_formats) if api == "openai" else None
+        if refused is not None:
+            self._send_error(handler, api, format_status, {}, refused)
+            return
 
         if content_override is not None:
             text = content_override
@@ -649,6 +701,17 @@ class FakeLLMServer:
         handler.send_bytes(200, "".join(events).encode(), "text/event-stream; charset=utf-8", headers)
 
 
+def _refused_format(request_json: dict, accepted: frozenset[str] | None) -> str | None:
+    """The error message for a ``response_format`` this server does not take, or None."""
+    fmt = request_json.get("response_format")
+    if accepted is None or fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind in accepted:
+        return None
+    return f"response_format type {kind!r} is not supported (served: {', '.join(sorted(accepted)) or 'none'})"
+
+
 def _pieces(text: str, size: int = 16) -> list[str]:
     """Split text into stream deltas (they concatenate back to ``text`` exactly)."""
     return [text[i : i + size] for i in range(0, len(text), size)]
@@ -658,8 +721,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Fake OpenAI/Anthropic server on 127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every response")
+    parser.add_argument(
+        "--formats", nargs="*", default=None,
+        help="response_format types served (default: all); '--formats json_object' answers like llama.cpp",
+    )
     args = parser.parse_args(argv)
-    with FakeLLMServer(port=args.port, latency=args.latency) as server:
+    with FakeLLMServer(port=args.port, latency=args.latency, accepted_formats=args.formats) as server:
         print(f"openai base_url:    {server.openai_base_url}", flush=True)
         print(f"anthropic base_url: {server.anthropic_base_url}", flush=True)
         try:

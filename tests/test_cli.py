@@ -138,6 +138,19 @@ def test_review_report_and_apply_from_the_command_line(demo_root, prefect_server
     assert bad.returncode == 2 and "not JSON" in bad.stderr
 
 
+def test_judge_command_scores_every_pair(demo_root, prefect_server):
+    root, proc = demo_root
+    stage_row = r"│ judge\s+│ heuristic\s+│ ragprep-rules-1\s+│ heuristic:judge_qa@ragprep-rules-1\s+│"
+    assert re.search(stage_row, proc.stdout), "ragprep run judges the pairs after qa"
+    out = ragprep("judge", "--root", str(root), api_url=prefect_server)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert re.search(stage_row, out.stdout), out.stdout[-2000:]
+    [row] = json.loads(ragprep("sql", "select count(*) as n, count(critic_usable) as judged, "
+                               "sum(case when critic_usable then 1 else 0 end) as usable from qa_pairs",
+                               "--root", str(root), "--format", "json", api_url=prefect_server).stdout)
+    assert row["n"] == row["judged"] > 0, "every published pair carries the critic's verdict"
+
+
 def test_dataset_versions_and_diff_from_the_command_line(demo_root, prefect_server, tmp_path):
     root, proc = demo_root
     assert re.search(r"dataset version ([0-9a-f]{16}): published \(LATEST\)", proc.stdout), proc.stdout[-2000:]

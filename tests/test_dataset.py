@@ -25,7 +25,7 @@ from tasks.dataset.versions import (
     quality_gate,
 )
 from tasks.qa.review import apply_decisions_file
-from tasks.qa.run import run_qa
+from tasks.qa.run import run_judge, run_qa
 from tests.conftest import REPO, SAMPLE_DOCS, copy_root, ingest_into
 
 ALL_BUT_ONE = sorted(p for p in SAMPLE_DOCS.glob("*.p*") if p.name != "meeting_notes_weekly_safety.pptx")
@@ -34,6 +34,7 @@ ALL_BUT_ONE = sorted(p for p in SAMPLE_DOCS.glob("*.p*") if p.name != "meeting_n
 def ingest(root, paths):
     settings = ingest_into(root, paths)
     run_qa(settings)
+    run_judge(settings)
     return settings
 
 
@@ -178,6 +179,7 @@ def test_review_decisions_are_versioned_and_follow_their_chunk(root):
     ]}))
     apply_decisions_file(decisions, root)
     run_qa(settings)  # every later build applies the decisions
+    run_judge(settings)
     v2 = build_version(settings)
     assert v2.version_id != v1.version_id
     _, review = run_query(Layout(root), "select qa_id, decision, chunk_id, split from review order by decision")

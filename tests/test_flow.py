@@ -104,7 +104,7 @@ def test_pipeline_flow_publishes_stage_artifacts(prefect_server, tmp_path):
     shutil.copy(SAMPLE_DOCS / "crash_report_side_pole.pptx", tmp_path / "in")
     state = pipeline_flow(paths=[str(tmp_path / "in")], root=str(tmp_path / "out"), ocr=False, return_state=True)
     summary = state.result()
-    assert [s.stage for s in summary.stages] == ["describe", "correct", "headers", "qa"]
+    assert [s.stage for s in summary.stages] == ["describe", "correct", "headers", "qa", "judge"]
     [artifact] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "generative-stages"))
     assert "| headers | heuristic | ragprep-rules-1 | heuristic:extract_header@ragprep-rules-1 | 1 | 0 |" in artifact.data
     [review] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "qa-review"))

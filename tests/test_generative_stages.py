@@ -185,11 +185,14 @@ def test_headers_not_stated_stay_empty_and_are_reported(tmp_path, corpus):
 
 
 def test_korean_and_state_synonyms_and_file_name_tokens():
-    from tasks.enrich.headers import extract_header
+    from ragprep.settings import Settings
+    from tasks.enrich.header_candidates import Labels, SlideText, best_per_field, header_candidates
 
-    slides = [(1, "# 정면 충돌 시험\n\n시험명: FO-2025-003\n\n목적: 흉부 변위 확인\n\n| State | Design Validation |")]
-    found = extract_header(["Test Name", "Region", "Stage", "Purpose"], slides, "crash_KR_report.pptx")
-    assert found["Test Name"] == {"value": "FO-2025-003", "source": "slide 1 key-value"}
-    assert found["Purpose"]["value"] == "흉부 변위 확인"
-    assert found["Stage"] == {"value": "Design Validation", "source": "slide 1 table"}
-    assert found["Region"] == {"value": "KR", "source": "file name"}
+    fields = ["Test Name", "Region", "Stage", "Purpose"]
+    slides = [SlideText(1, "# 정면 충돌 시험\n\n시험명: FO-2025-003\n\n목적: 흉부 변위 확인\n\n| State | Design Validation |")]
+    best = best_per_field(header_candidates(slides, "crash_KR_report.pptx", Labels(fields, Settings().headers.aliases)), fields)
+    found = {name: (c.value, c.source) for name, c in best.items()}
+    assert found["Test Name"] == ("FO-2025-003", "slide 1 key-value")
+    assert found["Purpose"][0] == "흉부 변위 확인"
+    assert found["Stage"] == ("Design Validation", "slide 1 table r1c2")
+    assert found["Region"] == ("KR", "file name")

@@ -288,3 +288,148 @@ def test_usage_meter_costs(tmp_path):
     rows = {r["model"]: r for r in meter.table()}
     assert rows["m"]["cost_usd"] == pytest.approx(0.007)
     assert rows["other"]["cost_usd"] is None
+
+
+# --- structured-output negotiation (openai) ------------------------------------------------
+
+from ragprep.engines.structured import ModeMemory  # noqa: E402
+from tests.fake_llm_server import LLAMA_CPP_FORMATS  # noqa: E402
+
+
+@pytest.fixture
+def fresh_modes():
+    """No mode remembered in this process before or after the test (the files under tmp_path stay)."""
+    ModeMemory.forget()
+    yield
+    ModeMemory.forget()
+
+
+def formats_sent(server: FakeLLMServer) -> list[str | None]:
+    return [(r["json"].get("response_format") or {}).get("type") for r in server.requests]
+
+
+def slide(n: int) -> dict:
+    return {"slide_number": n, "document": "deck.pptx", "slide_markdown": f"# Slide {n}\n\nHIC15 412.6"}
+
+
+def test_json_schema_is_tried_first_and_carries_the_output_model(server, tmp_path, fresh_modes):
+    server.responder = lambda body, api: json.dumps({"value": "ok"})
+    generation, meter = run(generate_once(settings_for("openai", server, tmp_path), tmp_path / "cache", output_model=Reply))
+    assert generation.data == {"value": "ok"} and server.request_count == 1
+    sent = server.requests[0]["json"]["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "Reply"
+    assert sent["json_schema"]["schema"] == Reply.model_json_schema()
+    assert meter.table()[0]["structured_mode"] == "json_schema"
+
+
+def test_llama_cpp_server_falls_back_to_json_object_and_is_remembered(server, tmp_path, fresh_modes):
+    server.accepted_formats = LLAMA_CPP_FORMATS
+    server.responder = lambda body, api: json.dumps({"value": "ok"})
+    settings = settings_for("openai", server, tmp_path)
+
+    async def two_items():
+        generator = Generator(settings, "llm", cache_dir=tmp_path / "cache")
+        prompt = load_prompt("correct_slide")
+        try:
+            first = await generator.generate("s", prompt, slide(1), heuristic=lambda: "", output_model=Reply)
+            requests_after_first = server.request_count
+            second = await generator.generate("s", prompt, slide(2), heuristic=lambda: "", output_model=Reply)
+            return first, second, requests_after_first, generator.meter
+        finally:
+            await generator.aclose()
+
+    first, second, after_first, meter = run(two_items())
+    assert first.data == second.data == {"value": "ok"} and first.flag is None and second.flag is None
+    assert formats_sent(server) == ["json_schema", "json_object", "json_object"]
+    assert after_first == 2, "json_schema refused with a 500, then json_object"
+    assert server.requests[1]["json"]["response_format"]["schema"] == Reply.model_json_schema()
+    row = meter.table()[0]
+    assert row["structured_mode"] == "json_object" and row["calls"] == 2 and row["failures"] == 0
+    assert json.loads((tmp_path / "cache" / "modes.json").read_text()) == {f"{server.openai_base_url} test-model": "json_object"}
+
+
+def test_negotiated_mode_persists_across_generators(server, tmp_path, fresh_modes):
+    server.accepted_formats = LLAMA_CPP_FORMATS
+    server.responder = lambda body, api: json.dumps({"value": "ok"})
+    settings = settings_for("openai", server, tmp_path)
+    run(generate_once(settings, tmp_path / "cache", output_model=Reply, variables=slide(1)))
+    assert server.request_count == 2
+    ModeMemory.forget()  # a new process: only the file under the root's cache remembers
+    server.reset()
+    generation, meter = run(generate_once(settings, tmp_path / "cache", output_model=Reply, variables=slide(2)))
+    assert generation.data == {"value": "ok"}
+    assert formats_sent(server) == ["json_object"], "straight to the remembered mode"
+    assert meter.table()[0]["structured_mode"] == "json_object"
+
+
+def test_server_refusing_every_format_falls_to_prompt_only(server, tmp_path, fresh_modes):
+    server.accepted_formats = ()
+    server.responder = lambda body, api: 'Sure: {"value": "by prompt"}'
+    settings = settings_for("openai", server, tmp_path)
+    generation, meter = run(generate_once(settings, tmp_path / "cache", output_model=Reply, variables=slide(1)))
+    assert generation.data == {"value": "by prompt"} and generation.flag is None
+    assert formats_sent(server) == ["json_schema", "json_object", None]
+    assert meter.table()[0]["structured_mode"] == "prompt"
+    server.reset()
+    again, _ = run(generate_once(settings, tmp_path / "cache", output_model=Reply, variables=slide(2)))
+    assert again.data == {"value": "by prompt"} and formats_sent(server) == [None]
+
+
+def test_prompt_only_reply_that_is_not_json_gets_the_repair(server, tmp_path, fresh_modes):
+    server.accepted_formats = ()
+    server.enqueue_faults([("status", 500, {}), ("status", 422, {}), ("content", "def main(): pass")])
+    server.responder = lambda body, api: json.dumps({"value": "repaired"})
+    generation, meter = run(generate_once(settings_for("openai", server, tmp_path), tmp_path / "cache", output_model=Reply))
+    assert generation.data == {"value": "repaired"}
+    assert formats_sent(server) == ["json_schema", "json_object", None, None]
+    assert meter.table()[0]["repairs"] == 1 and meter.table()[0]["structured_mode"] == "prompt"
+
+
+def test_a_stale_remembered_mode_falls_back_and_is_relearned(server, tmp_path, fresh_modes):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "modes.json").write_text(json.dumps({f"{server.openai_base_url} test-model": "json_schema"}))
+    server.accepted_formats = LLAMA_CPP_FORMATS
+    server.responder = lambda body, api: json.dumps({"value": "ok"})
+    generation, _ = run(generate_once(settings_for("openai", server, tmp_path, retries=0), cache, output_model=Reply))
+    assert generation.data == {"value": "ok"} and formats_sent(server) == ["json_schema", "json_object"]
+    assert json.loads((cache / "modes.json").read_text())[f"{server.openai_base_url} test-model"] == "json_object"
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_busy_server_during_negotiation_is_retried_not_downgraded(status, server, tmp_path, fresh_modes):
+    server.enqueue_faults([("status", status, {"Retry-After": "0"})])
+    server.responder = lambda body, api: json.dumps({"value": "ok"})
+    generation, meter = run(generate_once(settings_for("openai", server, tmp_path), tmp_path / "cache", output_model=Reply))
+    assert generation.data == {"value": "ok"}
+    assert formats_sent(server) == ["json_schema", "json_schema"]
+    assert meter.table()[0]["structured_mode"] == "json_schema"
+
+
+def test_context_length_error_is_not_a_format_refusal(server, tmp_path, fresh_modes):
+    server.enqueue_faults([("status", 400, {}, "Requested tokens (5000) exceed context window of 4096")])
+    generation, meter = run(generate_once(settings_for("openai", server, tmp_path), tmp_path / "cache", output_model=Reply))
+    assert generation.flag.startswith("call_failed:") and "context window" in generation.flag
+    assert server.request_count == 1 and meter.table()[0]["failures"] == 1
+    assert not (tmp_path / "cache" / "modes.json").exists()
+
+
+def test_text_requests_send_no_format_and_keep_their_cache_key(server, tmp_path, fresh_modes):
+    from ragprep.ids import stable_id
+
+    server.accepted_formats = ()
+    settings = settings_for("openai", server, tmp_path)
+    generation, meter = run(generate_once(settings, tmp_path / "cache"))
+    assert generation.flag is None and formats_sent(server) == [None]
+    assert meter.table()[0]["structured_mode"] is None
+    prompt = load_prompt("correct_slide")
+    system, user = prompt.render({"slide_number": 1, "document": "deck.pptx", "slide_markdown": "# Title\n\nHIC15 412.6"})
+    key = stable_id("chat", "openai", "test-model", prompt.sha256, system, user, [], False, settings.llm.max_output_tokens, 0.0)
+    assert (tmp_path / "cache" / key[:2] / f"{key}.json").exists(), "the key of a text reply did not change"
+
+
+def test_anthropic_json_requests_are_recorded_as_prompt_mode(server, tmp_path, fresh_modes):
+    server.responder = lambda body, api: json.dumps({"value": "ok"})
+    generation, meter = run(generate_once(settings_for("anthropic", server, tmp_path), output_model=Reply))
+    assert generation.data == {"value": "ok"} and meter.table()[0]["structured_mode"] == "prompt"
+    assert "response_format" not in server.requests[0]["json"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from datetime import datetime, timezone
 
@@ -15,14 +16,14 @@ from tasks.enrich.run import run_correct, run_describe, run_headers
 from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
 from tasks.qa.flags import duplicate_flags, pair_flags
 from tasks.qa.review import ReviewFileError, apply_decisions_file, load_decisions
-from tasks.qa.run import run_qa
+from tasks.qa.run import run_judge, run_qa
 from tests.conftest import SAMPLE_DOCS, needs_tesseract
 from tests.fake_llm_server import FakeLLMServer
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """sample_docs/ through ingest (OCR on when available), describe, correct, headers, qa."""
+    """sample_docs/ through ingest (OCR on when available), describe, correct, headers, qa, judge."""
     root = tmp_path_factory.mktemp("qa-root")
     settings = Settings(root=root, ocr={"enabled": bool(shutil.which("tesseract"))})
     ocr = make_ocr_engine(settings, Layout(root))
@@ -31,6 +32,7 @@ def built(tmp_path_factory):
     for stage in (run_describe, run_correct, run_headers):
         stage(settings)
     report = run_qa(settings)
+    run_judge(settings)  # the critic approves: qa alone leaves every pair pending
     return root, report
 
 
@@ -49,10 +51,13 @@ def test_pairs_are_answerable_from_their_chunk(built):
     root, report = built
     pairs = table(root, "qa_pairs")
     chunks = {c["chunk_id"]: c for c in table(root, "chunks")}
-    assert len(pairs) >= 60 and report.items == len(pairs)
+    assert len(pairs) >= 40 and report.items == len(pairs)  # fewer, better pairs: only well-formed, standalone ones
     for pair in pairs:
         chunk = chunks[pair["chunk_id"]]
-        assert pair["answer"] in chunk["markdown_v0"], pair
+        if pair["answer"].startswith(("Yes: ", "No: ")):  # measured against limit: the verdict and the two cells
+            assert all(n in chunk["markdown_v0"] for n in re.findall(r"\d+(?:\.\d+)?", pair["answer"])), pair
+        else:
+            assert pair["answer"] in chunk["markdown_v0"], pair
         assert pair["provider"] == "heuristic" and pair["prompt"] == "heuristic:generate_qa@ragprep-rules-1"
         assert pair["doc_id"] == chunk["doc_id"] and pair["slide"] == chunk["slide"] and pair["page_start"] == chunk["page_start"]
         assert pair["question"].endswith("?")
@@ -70,7 +75,7 @@ def test_pairs_scale_with_chunk_length_and_mix_types(built):
     for chunk_id, count in per_chunk.items():
         assert count <= max(1, min(settings.qa.max_per_chunk, round(chunks[chunk_id]["token_count"] / settings.qa.tokens_per_pair)))
     long_chapter = max(chunks.values(), key=lambda c: c["token_count"])
-    assert per_chunk[long_chapter["chunk_id"]] >= 10
+    assert per_chunk[long_chapter["chunk_id"]] >= 3
     assert {p["question_type"] for p in pairs} >= {"factual", "numeric", "comparative", "definitional"}
     assert {p["target_modality"] for p in pairs} >= {"text", "table", "chart"}
 
@@ -79,11 +84,12 @@ def test_table_and_chart_questions_target_their_element(built):
     root, _ = built
     pairs = table(root, "qa_pairs")
     elements = {e["element_id"]: e for e in table(root, "elements")}
-    hic = next(p for p in pairs if "Measured Driver value for HIC15" in p["question"] and "frontal" in p["source_path"])
+    hic = next(p for p in pairs if "what HIC15 was measured for the driver" in p["question"] and "frontal" in p["source_path"])
     assert hic["answer"] == "412.6" and hic["target_modality"] == "table" and hic["question_type"] == "numeric"
     assert elements[hic["evidence_element_id"]]["kind"] == "table"
-    assert "crash_report_frontal_offset.pptx" in hic["question"], "questions name what they ask about"
-    peak = next(p for p in pairs if p["target_modality"] == "chart" and "peak value of Driver chest accel (g)" in p["question"])
+    assert "FO-2024-017" in hic["question"], "questions name the test they ask about"
+    assert not any(".pptx" in p["question"] or ".pdf" in p["question"] for p in pairs), "never by its file name"
+    peak = next(p for p in pairs if p["target_modality"] == "chart" and '"Driver chest accel (g)" value at 60 ms' in p["question"])
     assert peak["answer"] == "38.2" and elements[peak["evidence_element_id"]]["kind"] == "chart"
 
 
@@ -98,13 +104,15 @@ def test_korean_chunks_get_korean_questions(built):
 @needs_tesseract
 def test_picture_questions_from_ocr(built):
     root, _ = built
-    image_pairs = [p for p in table(root, "qa_pairs") if p["target_modality"] == "image"]
+    pairs = table(root, "qa_pairs")
     elements = {e["element_id"]: e for e in table(root, "elements")}
-    assert len(image_pairs) == 3  # one per crash-report picture
-    for pair in image_pairs:
+    pictures = [e for e in elements.values() if e["kind"] == "picture" and e["ocr_text"]]
+    assert any("PEAK DECEL 38.2" in e["ocr_text"] for e in pictures), "the crash-report pictures are OCR'd"
+    # their OCR garbles the unit ("38.2 9" for "38.2 g"): no question is asked of them
+    assert not any("PEAK DECEL" in p["answer"] for p in pairs)
+    for pair in (p for p in pairs if p["target_modality"] == "image"):
         picture = elements[pair["evidence_element_id"]]
         assert picture["kind"] == "picture" and pair["answer"] in picture["ocr_text"]
-    assert any(p["answer"].startswith("PEAK DECEL 38.2") for p in image_pairs)
 
 
 # --- flags ---------------------------------------------------------------------
@@ -187,6 +195,8 @@ def test_decisions_round_trip_into_the_next_build(root, tmp_path):
     check()
     run_qa(settings)  # a later build regenerates the same pairs: the decisions still apply
     check()
+    run_judge(settings)  # and the critic never overrules them
+    check()
 
 
 def test_bad_decisions_files_are_reported(root, tmp_path):
@@ -214,4 +224,4 @@ def test_failed_generation_is_recorded_and_retried(root):
         run_qa(settings)
         assert server.request_count > calls, "failed chunks are retried on the next run"
         assert table(root, "qa_failures") == []
-        assert all(p["provider"] == "openai" and p["prompt"] == "generate_qa@1" for p in table(root, "qa_pairs"))
+        assert all(p["provider"] == "openai" and p["prompt"] == "generate_qa@2" for p in table(root, "qa_pairs"))

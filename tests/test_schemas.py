@@ -30,7 +30,8 @@ from schemas.headers import HeaderRow
 from schemas.mm_items import MmItemRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
 from schemas.quotes import QuoteRow
-from schemas.review import ReviewRow
+from schemas.refmatch import SegmentRow
+from schemas.review import HeaderReviewRow, ReviewRow
 from schemas.runs import RunRow
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, 123456, tzinfo=UTC)
@@ -46,7 +47,9 @@ ROW_MODELS: dict[str, type[BaseModel]] = {
     "QUOTES_SCHEMA": QuoteRow,
     "MM_ITEMS_SCHEMA": MmItemRow,
     "REVIEW_SCHEMA": ReviewRow,
+    "HEADER_REVIEW_SCHEMA": HeaderReviewRow,
     "RUNS_SCHEMA": RunRow,
+    "SEGMENTS_SCHEMA": SegmentRow,
 }
 
 # One fully populated row per table (tests/schema_rows.json), keyed the same way. Some values are
@@ -152,11 +155,15 @@ PINNED = [
     ("RUNS_SCHEMA", "n_chunks", pa.int64(), False),
     ("RUNS_SCHEMA", "n_documents", pa.int32(), False),
     ("REVIEW_SCHEMA", "decided_at", pa.timestamp("us", tz="UTC"), True),
+    ("QA_PAIRS_SCHEMA", "critic_grounded", pa.int32(), True),
+    ("QA_PAIRS_SCHEMA", "critic_usable", pa.bool_(), True),
+    ("QA_PAIRS_SCHEMA", "critic_reasons", pa.list_(pa.string()), False),
     ("REVIEW_SCHEMA", "applied_at", pa.timestamp("us", tz="UTC"), False),
     (
         "HEADERS_SCHEMA",
         "fields",
-        pa.list_(pa.struct([pa.field("name", pa.string()), pa.field("value", pa.string()), pa.field("source", pa.string())])),
+        pa.list_(pa.struct([pa.field("name", pa.string()), pa.field("value", pa.string()), pa.field("source", pa.string()),
+                            pa.field("confidence", pa.float64())])),
         False,
     ),
 ]

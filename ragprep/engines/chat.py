@@ -34,6 +34,8 @@ class ChatRequest:
     user: str
     images: tuple[ImageInput, ...] = field(default_factory=tuple)
     json_output: bool = False
+    json_schema: dict | None = field(default=None, compare=False, repr=False)
+    """The JSON schema of the wanted reply (the step's output model), for structured-output modes."""
     max_tokens: int = 1024
     temperature: float = 0.0
     rule: Callable[[], str | dict] | None = field(default=None, compare=False, repr=False)
@@ -48,6 +50,8 @@ class ChatResponse:
     output_tokens: int
     data: dict | None = None
     """A structured reply the backend produced natively (the heuristic rules); else parsed from ``text``."""
+    structured_mode: str | None = None
+    """How JSON was asked for (``json_schema``, ``json_object``, ``prompt``; see ``engines.structured``); None for text."""
 
 
 class ChatBackend(Protocol):

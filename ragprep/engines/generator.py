@@ -6,12 +6,16 @@ the backend. The ``heuristic`` backend answers with the step's offline rule, att
 request. A remote backend gets the prompt (images as data URLs / base64 blocks); its
 structured output is validated against a pydantic model with one repair attempt, and every
 usable reply is cached on disk under a key of provider, model, template hash, rendered inputs
-and parameters, so a re-run over unchanged inputs makes no call at all.
+and parameters, so a re-run over unchanged inputs makes no call at all. A structured request
+carries the output model's JSON schema, which the ``openai`` backend uses to negotiate its
+structured-output mode (``engines.structured``); the mode that works is remembered in
+``modes.json`` beside the reply cache and reported per (provider, model) as ``structured_mode``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import threading
@@ -31,6 +35,7 @@ from ragprep.engines.chat import (
 )
 from ragprep.engines.guard import check_endpoint
 from ragprep.engines.heuristic_backend import HEURISTIC_MODEL, HeuristicChat
+from ragprep.engines.structured import ModeMemory
 from ragprep.ids import sha256_bytes, stable_id
 from ragprep.prompts import PromptTemplate
 from ragprep.settings import Settings
@@ -55,11 +60,30 @@ class Generation:
 
 @dataclass
 class UsageMeter:
-    """Calls, cache hits, failures and tokens per (provider, model), summed over a run."""
+    """Calls, cache hits, failures and tokens per (provider, model), summed over a run, and the
+    structured-output modes its JSON replies came in."""
 
     prices: dict = field(default_factory=dict)
     rows: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    modes: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_mode(self, provider: str, model: str, mode: str | None) -> None:
+        """Count one JSON reply that came in structured-output ``mode`` (None: not a JSON request)."""
+        if mode is None:
+            return
+        with self._lock:
+            counts = self.modes.setdefault((provider, model), {})
+            counts[mode] = counts.get(mode, 0) + 1
+
+    def structured_mode(self, provider: str, model: str) -> str | None:
+        """The mode(s) of (provider, model)'s JSON replies: ``json_object``, or ``json_schema: 3, prompt: 1`` when mixed."""
+        counts = self.modes.get((provider, model))
+        if not counts:
+            return None
+        if len(counts) == 1:
+            return next(iter(counts))
+        return ", ".join(f"{mode}: {n}" for mode, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
     def add(self, provider: str, model: str, **counts: float) -> None:
         """Add ``counts`` (calls, cache_hits, failures, repairs, input_tokens, output_tokens) to the row of (provider, model)."""
@@ -81,7 +105,10 @@ class UsageMeter:
                 if price
                 else None
             )
-            out.append({"provider": provider, "model": model, **{k: int(v) for k, v in row.items()}, "cost_usd": cost})
+            out.append({
+                "provider": provider, "model": model, **{k: int(v) for k, v in row.items()}, "cost_usd": cost,
+                "structured_mode": self.structured_mode(provider, model),
+            })
         return out
 
     @property
@@ -105,8 +132,16 @@ def parse_json_object(text: str) -> dict:
     return value
 
 
-def build_backend(settings: Settings, role: str) -> ChatBackend:
-    """The backend for a role ('llm' or 'vlm'): the offline rules, or a remote model after the privacy guard."""
+@functools.lru_cache(maxsize=64)
+def output_schema(output_model: type[BaseModel]) -> dict:
+    """The JSON schema of a step's output model (computed once per model; callers must not change it)."""
+    return output_model.model_json_schema()
+
+
+def build_backend(settings: Settings, role: str, modes: ModeMemory | None = None) -> ChatBackend:
+    """The backend for a role ('llm' or 'vlm'): the offline rules, or a remote model after the privacy guard.
+
+    ``modes`` remembers the structured-output mode per endpoint and model (openai provider)."""
     provider = settings.llm.provider if role == "llm" else (settings.llm.vlm_provider or settings.llm.provider)
     model = settings.llm.model if role == "llm" else (settings.llm.vlm_model or settings.llm.model)
     key = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
@@ -118,7 +153,8 @@ def build_backend(settings: Settings, role: str) -> ChatBackend:
         url = settings.llm.base_url or "https://api.openai.com/v1"
         check_endpoint(url, settings.llm.allowed_hosts, provider)
         return OpenAIChat(
-            model=model, base_url=url, api_key=key, timeout_s=settings.llm.timeout_s, max_retries=settings.llm.max_retries
+            model=model, base_url=url, api_key=key, timeout_s=settings.llm.timeout_s, max_retries=settings.llm.max_retries,
+            modes=modes,
         )
     if provider == "anthropic":
         from ragprep.engines.anthropic_backend import AnthropicChat
@@ -153,7 +189,8 @@ class Generator:
         backend: ChatBackend | None = None,
     ) -> None:
         self.settings = settings
-        self.backend = backend if backend is not None else build_backend(settings, role)
+        modes = ModeMemory(cache_dir / "modes.json" if cache_dir is not None else None)
+        self.backend = backend if backend is not None else build_backend(settings, role, modes)
         self.provider = self.backend.name
         self.model = self.backend.model
         self.cache_dir = cache_dir
@@ -179,10 +216,13 @@ class Generator:
     def _cache_path(self, request: ChatRequest, prompt: PromptTemplate) -> Path | None:
         if self.cache_dir is None:
             return None
-        key = stable_id(
+        parts: list[object] = [
             "chat", self.provider, self.model, prompt.sha256, request.system, request.user,
             [sha256_bytes(i.data) for i in request.images], request.json_output, request.max_tokens, request.temperature,
-        )
+        ]
+        if request.json_schema is not None:  # only structured requests carry one: text keys are unchanged
+            parts.append(json.dumps(request.json_schema, sort_keys=True))
+        key = stable_id(*parts)
         return self.cache_dir / key[:2] / f"{key}.json"
 
     async def _call(self, request: ChatRequest, prompt: PromptTemplate) -> tuple[ChatResponse, bool, Path | None]:
@@ -201,6 +241,8 @@ class Generator:
         self.meter.add(
             self.provider, self.model, calls=1, input_tokens=response.input_tokens, output_tokens=response.output_tokens
         )
+        if request.json_output:  # a provider without negotiation (anthropic) asks by prompt alone
+            self.meter.add_mode(self.provider, self.model, response.structured_mode or "prompt")
         return response, False, cache_path
 
     @staticmethod
@@ -239,11 +281,13 @@ class Generator:
         ``heuristic`` is the step's offline rule; the heuristic backend answers the rendered
         prompt with it."""
         system, user = prompt.render(variables)
+        schema = output_schema(output_model) if output_model is not None and not self.offline else None
         request = ChatRequest(
             system=system,
             user=user,
             images=tuple(images),
             json_output=output_model is not None,
+            json_schema=schema,
             max_tokens=self.settings.llm.max_output_tokens,
             rule=heuristic,
         )
@@ -271,6 +315,7 @@ class Generator:
             user=f"{user}\n\nYour previous reply could not be used ({reason}). Reply again with only the JSON object.",
             images=tuple(images),
             json_output=True,
+            json_schema=schema,
             max_tokens=self.settings.llm.max_output_tokens,
         )
         self.meter.add(self.provider, self.model, repairs=1)

@@ -1,24 +1,40 @@
-"""headers: per test report, the configured header fields from its first slides and
-file name; stored in ``headers`` and prepended to each of its chunks (``markdown_v1``).
+"""headers: per test report, the configured header fields from its first slides and file name;
+stored in ``headers`` and prepended to each of its chunks (``markdown_v1``).
 
-A value is kept only if it occurs in what the model was shown (slides or file name):
-a field not found stays empty and is reported in ``missing``, never invented.
+Candidates come from ``header_candidates`` (tables in either orientation, key-value lines,
+label/value boxes, the title line, the file name), each with a source and a confidence; the offline
+rule keeps the most trusted one per field, and a model is shown the same candidates. A value is kept
+only if it occurs in what was read (slides or file name): a field not found stays empty and is
+reported in ``missing``, never invented; missing and low-confidence fields are listed in ``review``
+for an expert, whose values (``ragprep review apply``) win on the next build. A deck that no
+file-name rule typed becomes a ``test_report`` when its first slides carry enough header fields.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass
 
 from pydantic import RootModel
 
 from ragprep.engines.generator import Generator
-from ragprep.markdown import KEY_VALUE_RE
 from ragprep.prompts import PromptTemplate
+from ragprep.settings import HeaderSettings
 from schemas.chunks import ChunkRow
 from schemas.documents import DocumentRow
+from schemas.elements import ElementRow
 from schemas.headers import HeaderField, HeaderRow
+from schemas.review import HeaderReviewRow
+from tasks.enrich.header_candidates import (
+    CONFIDENCE,
+    Candidate,
+    Labels,
+    SlideText,
+    best_per_field,
+    header_candidates,
+    normalise_value,
+)
 from tasks.stage import run_items
 
 
@@ -36,46 +52,81 @@ def header_block(fields: Sequence[HeaderField]) -> str:
     return "\n".join(lines)
 
 
-def _first_units(chunks: Sequence[ChunkRow], n: int) -> list[tuple[int, str]]:
-    units = []
+@dataclass(frozen=True)
+class HeaderRules:
+    """The configured fields, their labels, and the confidence below which a value goes to review."""
+
+    fields: tuple[str, ...]
+    labels: Labels
+    min_confidence: float
+    n_slides: int
+    report_min_fields: int
+
+    @classmethod
+    def from_settings(cls, settings: HeaderSettings) -> HeaderRules:
+        """The rules of ``settings.headers``."""
+        return cls(tuple(settings.fields), Labels(settings.fields, settings.aliases), settings.min_confidence,
+                   settings.slides, settings.report_min_fields)
+
+
+def first_slides(
+    chunks: Sequence[ChunkRow], elements: Sequence[ElementRow], n: int
+) -> list[SlideText]:
+    """What the header rules read of a document's first ``n`` slides (or pages)."""
+    boxes: dict[int, list[tuple[str, tuple[float, float, float, float]]]] = {}
+    for element in elements:
+        if element.number <= n and element.kind in ("text", "title") and element.bbox and element.text.strip():
+            boxes.setdefault(element.number, []).append((element.text, tuple(element.bbox)))
+    slides = []
     for chunk in chunks:
         number = chunk.slide if chunk.slide is not None else chunk.page_start
         if number is not None and number <= n:
-            units.append((number, chunk.markdown_v0 or chunk.markdown))
-    return sorted(units)
+            slides.append(SlideText(number, chunk.markdown_v0 or chunk.markdown, chunk.title, tuple(boxes.get(number, []))))
+    return sorted(slides, key=lambda s: s.number)
+
+
+def _field_row(name: str, value: str | None, best: Candidate | None, candidates: Sequence[Candidate], offline: bool) -> HeaderField:
+    """One field as stored: the rules' reading, or the model's value with the candidate it matches (if any)."""
+    if value is None:
+        return HeaderField(name=name, value=None)
+    if offline and best is not None:
+        return HeaderField(name=name, value=value, source=best.source, confidence=best.confidence)
+    match = next((c for c in candidates if c.field == name and normalise_value(c.value) == normalise_value(value)), None)
+    if match is not None:
+        return HeaderField(name=name, value=value, source=match.source, confidence=match.confidence)
+    return HeaderField(name=name, value=value, source="model", confidence=CONFIDENCE["model"])
 
 
 async def extract_header_row(
-    document: DocumentRow, chunks: Sequence[ChunkRow], fields: Sequence[str], n_slides: int, generator: Generator, prompt: PromptTemplate
+    document: DocumentRow, slides: Sequence[SlideText], rules: HeaderRules, generator: Generator, prompt: PromptTemplate
 ) -> HeaderRow:
-    """A document's header fields from its first ``n_slides`` units; a model's value not found there is dropped and flagged."""
-    slides = _first_units(chunks, n_slides)
-    found: dict[str, dict] = {}  # filled by the heuristic rules: values with where each was read
-
-    def offline_rule() -> dict[str, str | None]:
-        found.update(extract_header(fields, slides, document.file_name))
-        return {name: entry["value"] for name, entry in found.items()}
-
+    """A document's header fields from its first slides; a model's value not found there is dropped and flagged."""
+    candidates = header_candidates(slides, document.file_name, rules.labels)
+    best = best_per_field(candidates, rules.fields)
     generation = await generator.generate(
         "extract_header",
         prompt,
-        {"fields": list(fields), "file_name": document.file_name, "slides": [{"number": n, "markdown": md} for n, md in slides]},
-        heuristic=offline_rule,
+        {
+            "fields": list(rules.fields),
+            "file_name": document.file_name,
+            "slides": [{"number": s.number, "markdown": s.markdown} for s in slides],
+            "candidates": [{"field": c.field, "value": c.value, "source": c.source} for c in candidates],
+        },
+        heuristic=lambda: {name: c.value if c else None for name, c in best.items()},
         output_model=HeaderReply,
     )
-    sources = found if generation.provider == "heuristic" else {}
-    shown = _squash(" ".join(md for _, md in slides) + " " + document.file_name)
+    offline = generation.provider == "heuristic"
+    shown = _squash(" ".join(s.markdown for s in slides) + " " + document.file_name)
     reply = generation.data or {}
     values: list[HeaderField] = []
     dropped: list[str] = []
-    for name in fields:
+    for name in rules.fields:
         value = reply.get(name)
-        value = value.strip() if isinstance(value, str) and value.strip() else None
-        if value is not None and _squash(value) not in shown and generation.provider != "heuristic":
+        value = normalise_value(value) if isinstance(value, str) and value.strip() else None
+        if value is not None and not offline and _squash(value) not in shown:
             dropped.append(name)
             value = None
-        source = sources.get(name, {}).get("source") if sources else ("model" if value else None)
-        values.append(HeaderField(name=name, value=value, source=source if value else None))
+        values.append(_field_row(name, value, best[name], candidates, offline))
     flag = generation.flag
     if dropped:
         flag = (flag + "; " if flag else "") + f"values_not_in_source: {', '.join(dropped)}"
@@ -84,6 +135,7 @@ async def extract_header_row(
         source_path=document.path,
         fields=values,
         missing=[f.name for f in values if f.value is None],
+        review=[f.name for f in values if f.value is None or (f.confidence or 0) < rules.min_confidence],
         header_block=header_block(values),
         provider=generation.provider,
         model=generation.model,
@@ -93,20 +145,65 @@ async def extract_header_row(
     )
 
 
+def type_by_content(
+    document: DocumentRow, slides: Sequence[SlideText], rules: HeaderRules
+) -> DocumentRow:
+    """A deck no file-name rule typed becomes a ``test_report`` when its first slides carry enough header
+    fields read from tables, key-value lines or label/value boxes (the reason is recorded)."""
+    if document.doc_type != "other" or document.format != "pptx" or document.status == "failed":
+        return document
+    strong = {c.field for c in header_candidates(slides, "", rules.labels) if c.confidence >= CONFIDENCE["boxes"]}
+    if len(strong) < rules.report_min_fields:
+        return document
+    found = ", ".join(f for f in rules.fields if f in strong)
+    reason = f"content: its first slides carry {found} (at least {rules.report_min_fields} header fields)"
+    return document.model_copy(update={"doc_type": "test_report", "doc_type_reason": reason})
+
+
 async def extract_headers(
     documents: Sequence[DocumentRow],
     chunks: Sequence[ChunkRow],
-    fields: Sequence[str],
-    n_slides: int,
+    elements: Sequence[ElementRow],
+    rules: HeaderRules,
     generator: Generator,
     prompt: PromptTemplate,
-) -> list[HeaderRow]:
-    """One header row per test report that did not fail, extracted concurrently."""
-    reports = [d for d in documents if d.doc_type == "test_report" and d.status != "failed"]
+) -> tuple[list[DocumentRow], list[HeaderRow]]:
+    """Documents typed by content where no file-name rule applied, and one header row per test report
+    that did not fail, extracted concurrently."""
     by_doc: dict[str, list[ChunkRow]] = {}
     for chunk in chunks:
         by_doc.setdefault(chunk.doc_id, []).append(chunk)
-    return await run_items(reports, lambda d: extract_header_row(d, by_doc.get(d.doc_id, []), fields, n_slides, generator, prompt))
+    elements_by_doc: dict[str, list[ElementRow]] = {}
+    for element in elements:
+        elements_by_doc.setdefault(element.doc_id, []).append(element)
+    slides = {d.doc_id: first_slides(by_doc.get(d.doc_id, []), elements_by_doc.get(d.doc_id, []), rules.n_slides)
+              for d in documents}
+    typed = [type_by_content(d, slides[d.doc_id], rules) for d in documents]
+    reports = [d for d in typed if d.doc_type == "test_report" and d.status != "failed"]
+    headers = await run_items(reports, lambda d: extract_header_row(d, slides[d.doc_id], rules, generator, prompt))
+    return typed, headers
+
+
+def apply_header_decisions(headers: Sequence[HeaderRow], decisions: Sequence[HeaderReviewRow]) -> list[HeaderRow]:
+    """Expert values (the latest per report and field) replace what was read: source ``expert``, confidence 1."""
+    latest = {(d.doc_id, d.field): d for d in decisions}
+    out = []
+    for row in headers:
+        fields = [
+            HeaderField(name=f.name, value=latest[(row.doc_id, f.name)].value, source="expert", confidence=CONFIDENCE["expert"])
+            if (row.doc_id, f.name) in latest else f
+            for f in row.fields
+        ]
+        if fields == row.fields:
+            out.append(row)
+            continue
+        out.append(row.model_copy(update={
+            "fields": fields,
+            "missing": [f.name for f in fields if f.value is None],
+            "review": [name for name in row.review if (row.doc_id, name) not in latest],
+            "header_block": header_block(fields),
+        }))
+    return out
 
 
 def apply_headers(chunks: Sequence[ChunkRow], headers: Sequence[HeaderRow]) -> list[ChunkRow]:
@@ -119,63 +216,3 @@ def apply_headers(chunks: Sequence[ChunkRow], headers: Sequence[HeaderRow]) -> l
         v1 = f"{block}\n\n---\n\n{v0}" if block else v0
         out.append(chunk.model_copy(update={"markdown_v0": v0, "markdown_v1": v1}))
     return out
-
-
-# -- offline rule: key-value lines, two-column table rows, file-name tokens -----------------------
-
-FIELD_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "test name": ("test name", "test", "test no", "test no.", "test id", "test number", "시험명", "시험 명", "시험 번호", "테스트명"),
-    "region": ("region", "market", "지역", "시장"),
-    "stage": ("stage", "state", "phase", "development stage", "단계", "개발 단계", "개발단계"),
-    "purpose": ("purpose", "objective", "goal", "aim", "목적", "시험 목적", "시험목적"),
-}
-REGION_TOKENS = {
-    "eu": "EU", "europe": "EU", "us": "US", "usa": "US", "na": "NA", "kr": "KR", "korea": "KR", "cn": "CN",
-    "china": "CN", "jp": "JP", "japan": "JP", "in": "IN", "india": "IN", "global": "Global",
-}
-STAGE_TOKENS = {"p1": "P1", "p2": "P2", "proto": "Prototype", "dv": "DV", "pv": "PV", "sop": "SOP", "pilot": "Pilot"}
-
-
-def _synonyms(field: str) -> tuple[str, ...]:
-    return FIELD_SYNONYMS.get(field.lower(), (field.lower(),))
-
-
-def _normalise_key(key: str) -> str:
-    return " ".join(key.replace("*", "").strip().lower().split())
-
-
-def extract_header(fields: Sequence[str], slides: Sequence[tuple[int, str]], file_name: str) -> dict[str, dict]:
-    """Header field values with their source; a field not found has value None.
-
-    Rules, in order: ``Key: value`` lines and two-column table rows on the first slides
-    (field names and their synonyms, English and Korean); then, for Region and Stage
-    only, a token in the file name (``..._EU_...``, ``..._P2_...``). Nothing else: a
-    field the document does not state stays empty.
-    """
-    found: dict[str, dict] = {f: {"value": None, "source": None} for f in fields}
-    lookup = {syn: f for f in fields for syn in _synonyms(f)}
-    for number, markdown in slides:
-        for line in markdown.splitlines():
-            pairs: list[tuple[str, str, str]] = []
-            if line.strip().startswith("|"):
-                cells = [c.strip() for c in line.strip().strip("|").split("|")]
-                if len(cells) == 2 and cells[0] and cells[1] and set(cells[1]) - set("-: "):
-                    pairs.append((cells[0], cells[1], "table"))
-            else:
-                match = KEY_VALUE_RE.match(line)
-                if match:
-                    pairs.append((match.group("key"), match.group("value"), "key-value"))
-            for key, value, kind in pairs:
-                field = lookup.get(_normalise_key(key))
-                if field and found[field]["value"] is None:
-                    found[field] = {"value": value.strip(), "source": f"slide {number} {kind}"}
-    tokens = [t.lower() for t in re.split(r"[^0-9A-Za-z]+", Path(file_name).stem) if t]
-    for field in fields:
-        if found[field]["value"] is not None:
-            continue
-        table = REGION_TOKENS if field.lower() == "region" else STAGE_TOKENS if field.lower() in ("stage", "state") else None
-        if table:
-            hit = next((table[t] for t in tokens if t in table), None)
-            if hit:
-                found[field] = {"value": hit, "source": "file name"}
-    return found

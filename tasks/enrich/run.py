@@ -14,7 +14,7 @@ from tasks.enrich.describe import (
     attach_descriptions,
     describe_elements,
 )
-from tasks.enrich.headers import apply_headers, extract_headers
+from tasks.enrich.headers import HeaderRules, apply_header_decisions, apply_headers, extract_headers
 from tasks.stage import Progress, StageReport, StageRun, counter
 
 
@@ -43,17 +43,21 @@ def run_correct(settings: Settings, progress: Progress | None = None) -> StageRe
 
 
 def run_headers(settings: Settings, progress: Progress | None = None) -> StageReport:
-    """Extract test-report headers; writes ``headers`` and prepends them to ``chunks``."""
+    """Type decks by content where no file-name rule did, extract test-report headers (expert values win);
+    writes ``documents``, ``headers`` and prepends the headers to ``chunks``."""
     run = StageRun(settings, "extract_header")
     documents = run.store.read("documents")
     chunks = run.store.read("chunks")
-    headers = run.generate(
-        "llm",
-        lambda g: extract_headers(documents, chunks, settings.headers.fields, settings.headers.slides, g, run.prompt),
-    )
+    elements = run.store.read("elements")
+    rules = HeaderRules.from_settings(settings.headers)
+    typed, headers = run.generate("llm", lambda g: extract_headers(documents, chunks, elements, rules, g, run.prompt))
+    headers = apply_header_decisions(headers, run.store.read("header_review", optional=True))
     if progress:
         progress(len(headers), len(headers))
+    run.store.write("documents", typed)
     run.store.write("headers", headers)
     run.store.write("chunks", apply_headers(chunks, headers))
     flags = [h.flag for h in headers if h.flag] + [f"missing_field: {m}" for h in headers for m in h.missing]
+    flags += [f"needs_review: {f}" for h in headers for f in h.review if f not in h.missing]
+    flags += [f"typed_by_content: {d.file_name}" for d, before in zip(typed, documents) if d.doc_type != before.doc_type]
     return run.report("headers", len(headers), flags)

@@ -47,6 +47,7 @@ class DocumentRef(BaseModel, frozen=True):
     path: str
     doc_type: str
     format: str
+    doc_type_reason: str | None = None
 
 
 class DocumentOutcome(BaseModel, frozen=True):
@@ -79,7 +80,8 @@ def discover(paths: Sequence[Path], settings: Settings) -> list[DocumentRef]:
         else:
             found.setdefault(str(path.resolve()), path)
     refs = [
-        DocumentRef(path=p.as_posix(), doc_type=settings.doc_type_for(p), format=format_of(p))
+        DocumentRef(path=p.as_posix(), doc_type=settings.doc_type_for(p), format=format_of(p),
+                    doc_type_reason=settings.doc_type_rule(p)[1])
         for p in found.values()
     ]
     return sorted(refs, key=lambda r: r.path)
@@ -99,6 +101,7 @@ def _failed_row(ref: DocumentRef, content_sha: str, size: int, error: str, setti
         path=ref.path,
         file_name=Path(ref.path).name,
         doc_type=ref.doc_type,
+        doc_type_reason=ref.doc_type_reason,
         format=ref.format,
         size_bytes=size,
         status="failed",
@@ -153,7 +156,9 @@ def ingest_document(
     part = layout.part_dir(doc_id, fingerprint)
     cached = _read_part_document(part) if (part / "document.json").exists() else None
     if cached is not None and cached.status == "ok":  # partial parts are retried
-        document = cached.model_copy(update={"path": ref.path, "file_name": path.name, "doc_type": ref.doc_type})
+        document = cached.model_copy(
+            update={"path": ref.path, "file_name": path.name, "doc_type": ref.doc_type, "doc_type_reason": ref.doc_type_reason}
+        )
         return DocumentOutcome(document=document, part_dir=str(part), reused=True, seconds=time.perf_counter() - started)
     ctx = ExtractContext(doc_id=doc_id, source_path=ref.path, settings=settings, layout=layout, ocr=ocr, progress=progress)
     try:
@@ -175,6 +180,7 @@ def ingest_document(
         path=ref.path,
         file_name=path.name,
         doc_type=ref.doc_type,
+        doc_type_reason=ref.doc_type_reason,
         format=extracted.format,
         size_bytes=size,
         title=extracted.title,

@@ -43,28 +43,12 @@ from ragprep.engines.embedder import Embedder
 from ragprep.ids import stable_id
 from ragprep.settings import Settings
 from ragprep.splits import split_for
+from ragprep.text import tokens
 from schemas.elements import ElementRow
 from schemas.mm_items import MmItemRow
 from schemas.qa_pairs import QaPairRow
 from schemas.quotes import QuoteRow
 from tasks.qa.flags import support_share
-
-_TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
-_HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
-_PARTICLES = ("에서는", "으로는", "에서", "으로", "에게", "까지", "부터", "은", "는", "이", "가", "을", "를", "의", "에", "로", "와", "과", "도", "만")
-
-
-def tokens(text: str) -> list[str]:
-    """BM25 tokens: lower-cased words of 2+ characters; Korean words also without a trailing particle."""
-    out = []
-    for word in _TOKEN_RE.findall(text.lower()):
-        out.append(word)
-        if _HANGUL_RE.search(word):
-            for particle in _PARTICLES:
-                if word.endswith(particle) and len(word) - len(particle) >= 2:
-                    out.append(word[: -len(particle)])
-                    break
-    return out
 
 
 def normalised(text: str) -> str:

@@ -9,6 +9,7 @@ from rapidfuzz import fuzz, process, utils
 
 from ragprep.settings import Settings
 from tasks.enrich.correct import numbers_in
+from tasks.refmatch.flagging import unsupported_segment_flag
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _QUESTION_END_RE = re.compile(r"(\?|？|까요|나요|인가|니까|습니까)\s*$")
@@ -35,9 +36,17 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD_RE.findall(text)]
 
 
+_VERDICT_RE = re.compile(r"^\s*(?:yes|no|예|아니요|아니오)\b[\s,:;.!]*", re.IGNORECASE)
+_VERDICT_CONNECTIVES = frozenset("vs versus against within below above under over than".split())
+
+
 def support_share(answer: str, chunk: str) -> float:
-    """Share of the answer's words that occur in the chunk."""
-    words = _words(answer)
+    """Share of the answer's words that occur in the chunk (the verdict of a yes/no answer aside:
+    "Yes (412.6 <= 700)" is supported by its numbers)."""
+    verdict = _VERDICT_RE.match(answer)
+    words = _words(_VERDICT_RE.sub("", answer)) or _words(answer)
+    if verdict:
+        words = [w for w in words if w not in _VERDICT_CONNECTIVES] or words
     if not words:
         return 0.0
     vocabulary = set(_words(chunk))
@@ -53,6 +62,9 @@ def pair_flags(question: str, answer: str, chunk_markdown: str, settings: Settin
     missing = sorted(numbers_in(answer) - numbers_in(chunk_markdown))
     if missing:
         flags.append(("number_not_in_chunk", f"answer has numbers absent from the chunk: {', '.join(missing[:5])}"))
+    segment = unsupported_segment_flag(answer, chunk_markdown, settings.qa.segment_threshold, bool(flags))
+    if segment:
+        flags.append(segment)
     if not _QUESTION_END_RE.search(question.strip()):
         flags.append(("not_a_question", "does not end as a question"))
     norm_answer = " ".join(_words(answer))
@@ -80,14 +92,41 @@ STOPWORDS = frozenset(
 )
 
 
+def _same_word(a: str, b: str) -> bool:
+    """Approximately the same word (a typo, an inflection), but never two words with different numbers in them."""
+    return re.findall(r"\d+", a) == re.findall(r"\d+", b) and fuzz.ratio(a, b) >= 85
+
+
 def _content_difference(a: str, b: str) -> set[str]:
-    """Content words in one question and not (even approximately) in the other."""
+    """Content words in one question and not (even approximately) among the words only the other has: the
+    words both share (a long document title) cannot stand in for a differing row label."""
     ta, tb = set(a.split()) - STOPWORDS, set(b.split()) - STOPWORDS
+    only_a, only_b = ta - tb, tb - ta
     diff = set()
-    for word, other in [(w, tb) for w in ta - tb] + [(w, ta) for w in tb - ta]:
-        if not any(fuzz.ratio(word, o) >= 85 for o in other):
+    for word, other in [(w, only_b) for w in only_a] + [(w, only_a) for w in only_b]:
+        if not any(_same_word(word, o) for o in other):
             diff.add(word)
     return diff
+
+
+def _normalised_pair(question: str, answer: str) -> tuple[str, str]:
+    return " ".join(_words(question)), " ".join(_words(answer))
+
+
+def ambiguous_gold_flags(pairs: Sequence[tuple[str, str]], scopes: Sequence[str]) -> list[tuple[str, str] | None]:
+    """For each (question, answer), an ``ambiguous_gold`` flag when the same question and answer (case and
+    punctuation aside) were already generated from another chunk: the pair is kept once, the repeats are
+    marked, since any of those chunks answers it. ``scopes`` are the chunk ids."""
+    first: dict[tuple[str, str], str] = {}
+    out: list[tuple[str, str] | None] = []
+    for (question, answer), scope in zip(pairs, scopes):
+        key = _normalised_pair(question, answer)
+        earlier = first.setdefault(key, scope)
+        if earlier != scope:
+            out.append(("ambiguous_gold", f"the same question and answer were generated from chunk {earlier}"))
+        else:
+            out.append(None)
+    return out
 
 
 def duplicate_flags(questions: Sequence[str], scopes: Sequence[str], threshold: float) -> list[tuple[str, str] | None]:

@@ -2,13 +2,16 @@
 
 Pairs per chunk scale with its length (``qa_tokens_per_pair``, capped by
 ``qa_max_per_chunk``), mix question types, and include questions only a chunk's table,
-chart or picture can answer. A chunk whose generation fails is recorded in
+chart or picture can answer. Questions name what users know a document by (the report's
+test name and stage from ``headers``, else the document's real title, else the chunk's
+heading), never its file name. A chunk whose generation fails is recorded in
 ``qa_failures`` and retried on the next run; the run goes on.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,10 +22,12 @@ from ragprep.ids import stable_id
 from ragprep.prompts import PromptTemplate
 from ragprep.settings import Settings
 from schemas.chunks import ChunkRow
+from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
+from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
 from tasks.qa import rules
-from tasks.qa.flags import duplicate_flags, language_of, pair_flags
+from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review
 from tasks.stage import run_items
 
@@ -31,6 +36,8 @@ PROVENANCE = {"chunk_id", "doc_id", "source_path", "slide", "page_start", "page_
 
 QUESTION_TYPES = ("factual", "numeric", "comparative", "procedural", "causal", "definitional")
 MODALITIES = ("text", "table", "chart", "image")
+MIN_HEADER_CONFIDENCE = 0.6
+"""Header values read with less confidence (a guess from the file name) never become a question's handle."""
 
 
 class GeneratedPair(BaseModel):
@@ -44,38 +51,138 @@ class GeneratedPairs(BaseModel):
     pairs: list[GeneratedPair] = Field(default_factory=list)
 
 
+def _header_value(header: HeaderRow | None, name: str) -> str:
+    for item in header.fields if header else []:
+        confident = item.source != "file name" and (getattr(item, "confidence", None) or 1.0) >= MIN_HEADER_CONFIDENCE
+        if item.name == name and item.value and confident:
+            return item.value.strip()
+    return ""
+
+
+_TITLE_STOPWORDS = frozenset("the and for with from into over under about a an of in on to at by or its their".split())
+
+
+def _title_supported(title: str, text: str) -> bool:
+    """A document's stored title is trusted when most (60%) of its content words occur, as words, in the
+    document (a deck's core-properties title is often left over from the template it was copied from)."""
+    words = [w for w in re.findall(r"[^\W_]+", title.lower()) if len(w) > 1 and w not in _TITLE_STOPWORDS]
+    body = set(re.findall(r"[^\W_]+", text.lower()))
+    return not words or sum(w in body for w in words) >= 0.6 * len(words)
+
+
+def _document_title(document: DocumentRow | None, chunks: Sequence[ChunkRow]) -> str:
+    file_name = document.file_name if document else (Path(chunks[0].source_path).name if chunks else "")
+    text = "\n".join(c.markdown for c in chunks)
+    title = (document.title or "").strip() if document else ""
+    if rules.real_title(title, file_name) and _title_supported(title, text):
+        return title
+    for chunk in chunks:  # the title slide, or the first chapter of a book (front matter and covers passed over)
+        heading = rules.strip_numbering(chunk.heading_path[0] if chunk.heading_path else chunk.title)
+        if rules.is_skipped_heading(heading):
+            continue
+        on_title_page = chunk.slide == 1 or chunk.page_start == 1
+        return heading if on_title_page and rules.real_title(heading, file_name) else ""  # never a later slide's heading
+    return ""
+
+
+_DATE_KEYS_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:date|meeting date|일시|날짜|회의 일시)\s*[:：]\s*(?P<date>\S.{3,40}?)\s*$",
+                           re.IGNORECASE | re.MULTILINE)
+
+
+def _meeting_date(chunks: Sequence[ChunkRow]) -> str:
+    """The date a meeting's notes state (a "Date:" / "일시:" line on its first chunks), or ''."""
+    for chunk in chunks[:3]:
+        found = _DATE_KEYS_RE.search(chunk.markdown_v0 or chunk.markdown)
+        if found:
+            return found.group("date")
+    return ""
+
+
+def _kind(document: DocumentRow | None, source_path: str) -> str:
+    doc_type = document.doc_type if document else ""
+    if doc_type == "test_report":
+        return "report"
+    if doc_type == "meeting_note":
+        return "meeting"
+    return "presentation" if source_path.lower().endswith(".pptx") else "document"
+
+
+def document_handles(
+    chunks: Sequence[ChunkRow], documents: Sequence[DocumentRow] = (), headers: Sequence[HeaderRow] = ()
+) -> dict[str, rules.Handle]:
+    """Per document: the handle questions name it by (test name and stage, real title, kind); no section yet."""
+    by_doc: dict[str, list[ChunkRow]] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    docs = {d.doc_id: d for d in documents}
+    heads = {h.doc_id: h for h in headers}
+    out = {}
+    for doc_id, members in by_doc.items():
+        members.sort(key=lambda c: (c.slide or 0, c.page_start or 0, c.part_index))
+        document, header = docs.get(doc_id), heads.get(doc_id)
+        test_name = _header_value(header, "Test Name")
+        kind = _kind(document, members[0].source_path)
+        out[doc_id] = rules.Handle(
+            test_name=test_name, stage=_header_value(header, "Stage") if test_name else "",
+            title=_document_title(document, members), kind=kind, date=_meeting_date(members) if kind == "meeting" else "",
+        )
+    return out
+
+
+def chunk_handle(chunk: ChunkRow, document: rules.Handle | None) -> rules.Handle:
+    """The document's handle with the chunk's own heading (a slide title or the deepest section heading) when it is real."""
+    base = document or rules.Handle()
+    heading = rules.strip_numbering(chunk.heading_path[-1] if chunk.heading_path else chunk.title)
+    file_name = Path(chunk.source_path).name
+    section = heading if rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading) else ""
+    kind = "slide" if chunk.slide is not None else "section"
+    return rules.Handle(base.test_name, base.stage, base.title, base.kind, section, kind, base.date)
+
+
 def pairs_wanted(chunk: ChunkRow, settings: Settings) -> int:
     """Pairs to ask of a chunk: one per ``qa_tokens_per_pair`` tokens, between 1 and ``qa_max_per_chunk``."""
     return max(1, min(settings.qa.max_per_chunk, round(chunk.token_count / settings.qa.tokens_per_pair)))
 
 
-def chunk_view(chunk: ChunkRow, elements: dict[str, ElementRow]) -> rules.ChunkView:
-    """What the QA step sees of a chunk: its Markdown (corrected when available), language, tables, charts and OCR'd pictures."""
+def chunk_view(chunk: ChunkRow, elements: dict[str, ElementRow], handle: rules.Handle | None = None) -> rules.ChunkView:
+    """What the QA step sees of a chunk: its Markdown (corrected when available), language, handle, tables, charts and OCR'd pictures."""
     members = [elements[e] for e in chunk.element_ids if e in elements]
     markdown = chunk.markdown_v0 or chunk.markdown
     return rules.ChunkView(
         title=chunk.title,
-        document=Path(chunk.source_path).name,
         language=language_of(markdown),
         markdown=markdown,
         tables=[(e.element_id, e.text) for e in members if e.kind == "table"],
         charts=[(e.element_id, (json.loads(e.meta).get("title") if e.meta else None) or "", e.text) for e in members if e.kind == "chart"],
         pictures=[(e.element_id, e.ocr_text) for e in members if e.kind == "picture" and e.ocr_text],
+        handle=chunk_handle(chunk, handle),
+        heading_path=list(chunk.heading_path),
     )
 
 
-async def generate_for_chunk(
-    chunk: ChunkRow, elements: dict[str, ElementRow], settings: Settings, generator: Generator, prompt: PromptTemplate
-) -> tuple[list[QaPairRow], QaFailureRow | None]:
-    """The pending QA pairs generated for one chunk, or a failure row when the reply was unusable."""
-    view = chunk_view(chunk, elements)
-    n = pairs_wanted(chunk, settings)
+def prompt_variables(view: rules.ChunkView, n: int) -> dict[str, object]:
+    """The ``generate_qa`` prompt's variables: exactly the ones the template uses (rendering is strict)."""
     modalities = sorted({m for m, present in (("table", view.tables), ("chart", view.charts), ("image", view.pictures)) if present})
-    location = f"slide {chunk.slide}" if chunk.slide is not None else f"pages {chunk.page_start}-{chunk.page_end}"
+    return {
+        "n_pairs": n,
+        "handle": rules.doc_phrase(view) or rules.where(view),
+        "section": view.handle.section,
+        "language": view.language,
+        "modalities": modalities,
+        "question_types": list(QUESTION_TYPES),
+        "chunk_markdown": view.markdown,
+    }
+
+
+async def generate_for_chunk(
+    chunk: ChunkRow, view: rules.ChunkView, settings: Settings, generator: Generator, prompt: PromptTemplate
+) -> tuple[list[QaPairRow], QaFailureRow | None]:
+    """The pending QA pairs generated for one chunk (seen through ``view``), or a failure row when the reply was unusable."""
+    n = pairs_wanted(chunk, settings)
     generation = await generator.generate(
         "generate_qa",
         prompt,
-        {"n_pairs": n, "document": view.document, "location": location, "modalities": modalities, "chunk_markdown": view.markdown},
+        prompt_variables(view, n),
         heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n)]},
         output_model=GeneratedPairs,
     )
@@ -105,18 +212,20 @@ async def generate_for_chunk(
 
 
 def flag_pairs(pairs: Sequence[QaPairRow], chunks: dict[str, ChunkRow], settings: Settings) -> list[QaPairRow]:
-    """The pairs with their flags; approved when unflagged and ``qa_auto_approve`` is on, else pending."""
+    """The pairs with their flags, all pending: the judge stage (``tasks.qa.judge``) approves the ones its critic passes."""
     duplicates = duplicate_flags([p.question for p in pairs], [p.chunk_id for p in pairs], settings.qa.duplicate_threshold)
+    ambiguous = ambiguous_gold_flags([(p.question, p.answer) for p in pairs], [p.chunk_id for p in pairs])
     out = []
-    for pair, duplicate in zip(pairs, duplicates):
+    for pair, duplicate, repeated in zip(pairs, duplicates, ambiguous):
         chunk = chunks[pair.chunk_id]
         found = pair_flags(pair.question, pair.answer, chunk.markdown_v0 or chunk.markdown, settings)
-        if duplicate:
+        if repeated:
+            found.append(repeated)  # the same pair from another chunk: which chunk is the gold is ambiguous
+        elif duplicate:
             found.append(duplicate)
         codes = list(dict.fromkeys(code for code, _ in found))
         reasons = [f"{code}: {reason}" for code, reason in found]
-        status = "pending" if codes or not settings.qa.auto_approve else "approved"
-        out.append(pair.model_copy(update={"flags": codes, "flag_reasons": reasons, "status": status}))
+        out.append(pair.model_copy(update={"flags": codes, "flag_reasons": reasons, "status": "pending"}))
     return out
 
 
@@ -127,13 +236,20 @@ async def generate_pairs(
     generator: Generator,
     prompt: PromptTemplate,
     on_done: Callable[[object], None] | None = None,
+    handles: dict[str, rules.Handle] | None = None,
 ) -> tuple[list[QaPairRow], list[QaFailureRow]]:
-    """QA pairs of every chunk, generated concurrently (duplicates kept once), and a failure row per chunk that failed."""
+    """QA pairs of every chunk, generated concurrently (duplicates kept once), and a failure row per chunk that failed.
+
+    ``handles`` (from :func:`document_handles`) name each document in its questions; without them a
+    chunk is named by its own heading only.
+    """
     by_id = {e.element_id: e for e in elements}
+    handles = handles if handles is not None else document_handles(chunks)
 
     async def generate(chunk: ChunkRow):
         try:
-            return await generate_for_chunk(chunk, by_id, settings, generator, prompt)
+            view = chunk_view(chunk, by_id, handles.get(chunk.doc_id))
+            return await generate_for_chunk(chunk, view, settings, generator, prompt)
         except Exception as exc:  # one chunk's bug must not abort the run
             return [], QaFailureRow(chunk_id=chunk.chunk_id, source_path=chunk.source_path, reason=f"{type(exc).__name__}: {exc}")
 

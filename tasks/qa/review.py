@@ -17,7 +17,7 @@ from ragprep.errors import RagprepError
 from ragprep.storage import Layout
 from ragprep.tables import TableStore
 from schemas.qa_pairs import QaPairRow
-from schemas.review import DecisionsFile, ReviewRow
+from schemas.review import DecisionsFile, HeaderReviewRow, ReviewRow
 
 
 class ReviewFileError(RagprepError):
@@ -30,6 +30,7 @@ class ApplyReport(BaseModel):
     applied: int
     unknown_qa_ids: list[str]
     counts: dict[str, int]
+    header_values: int = 0
 
 
 def load_decisions(root: Path) -> dict[str, ReviewRow]:
@@ -60,13 +61,17 @@ def apply_decisions_file(path: Path, root: Path) -> ApplyReport:
     store = TableStore(Layout(root))
     pairs = store.read("qa_pairs", optional=True)
     chunk_of = {p.qa_id: p.chunk_id for p in pairs}
+    auto = auto_approved_at_apply(pairs, load_decisions(root))
     now = datetime.now(timezone.utc)
-    rows = [ReviewRow(**d.model_dump(), applied_at=now, source_file=str(path), chunk_id=chunk_of.get(d.qa_id))
-            for d in decisions.decisions]
+    rows = [ReviewRow(**d.model_dump(), applied_at=now, source_file=str(path), chunk_id=chunk_of.get(d.qa_id),
+                      auto_approved=auto.get(d.qa_id)) for d in decisions.decisions]
     for row in rows:
         if row.decision == "edit" and not (row.question or row.answer):
             raise ReviewFileError(f"{path}: decision 'edit' for {row.qa_id} carries no edited question or answer")
     store.append("review", rows)
+    if decisions.headers:
+        store.append("header_review", [HeaderReviewRow(**h.model_dump(), applied_at=now, source_file=str(path))
+                                       for h in decisions.headers])
     known = set(chunk_of)
     if store.exists("qa_pairs"):
         store.write("qa_pairs", apply_review(pairs, load_decisions(root)))
@@ -75,7 +80,22 @@ def apply_decisions_file(path: Path, root: Path) -> ApplyReport:
         counts[row.decision] = counts.get(row.decision, 0) + 1
     unknown = sorted({r.qa_id for r in rows} - known)
     return ApplyReport(file=str(path), decisions=len(rows), applied=len(rows) - sum(r.qa_id in unknown for r in rows),
-                       unknown_qa_ids=unknown, counts=counts)
+                       unknown_qa_ids=unknown, counts=counts, header_values=len(decisions.headers))
+
+
+def auto_approved_at_apply(pairs: Sequence[QaPairRow], earlier: dict[str, ReviewRow]) -> dict[str, bool | None]:
+    """Per current pair: was it auto-approved (approved, no flags) before any expert decided on it?
+
+    A pair with an earlier decision keeps what that decision recorded (its status is the expert's now);
+    without one, it is read off the pair. Pairs not in ``pairs`` are absent (unknown)."""
+    out: dict[str, bool | None] = {}
+    for pair in pairs:
+        before = earlier.get(pair.qa_id)
+        if before is not None:
+            out[pair.qa_id] = before.auto_approved if before.auto_approved is not None else (False if pair.flags else None)
+        else:
+            out[pair.qa_id] = pair.status == "approved" and not pair.flags
+    return out
 
 
 def apply_review(pairs: Sequence[QaPairRow], decisions: dict[str, ReviewRow]) -> list[QaPairRow]:

@@ -1,7 +1,8 @@
-"""review report: one self-contained HTML file in which domain experts review flagged QA pairs.
+"""review report: one self-contained HTML file in which domain experts review flagged QA pairs
+and spot-check a random sample of the auto-approved ones.
 
-``write_review_report(root)`` reads ``qa_pairs``, ``chunks``, ``elements`` and ``documents``
-from ``<root>/tables/`` and writes ``<root>/review/report-<build>.html`` (plus a copy,
+``write_review_report(root)`` reads ``qa_pairs``, ``chunks``, ``elements``, ``documents`` and
+``headers`` (when present) from ``<root>/tables/`` and writes ``<root>/review/report-<build>.html`` (plus a copy,
 ``<root>/review/latest.html``). The page opens without any network: CSS, JavaScript, data and
 thumbnails are all inline, and a Content-Security-Policy meta tag forbids loading anything else.
 
@@ -10,19 +11,35 @@ What the page shows
     non-empty). Each pair is listed once, under its first flag (the order the flagger wrote
     them); every flag of the pair is shown as a badge together with its reason. The flag filter
     matches any of a pair's flags: selecting a flag shows one section with every pair carrying
-    it. Each pair shows its question, answer, reasons, the source chunk (Markdown rendered into
+    it. After them, a *spot check* section: a random sample of the auto-approved pairs
+    (``approved``, no flags, no expert decision yet), ``spot_check_share`` of them but at least
+    ``spot_check_min`` (all when there are fewer), drawn deterministically from the build id
+    (``spot_check_sample``), so experts can catch what the rules miss. The critic's scores are
+    shown on every pair that has them (columns ``critic_*``, read when present).
+    Each pair shows its question, answer, reasons, the source chunk (Markdown rendered into
     DOM nodes by a small safe renderer, or raw), the file and slide/page, and a thumbnail:
     a PDF page rendered by PyMuPDF when the source file still exists, otherwise (slides, or a
     missing PDF) a *layout sketch*: an SVG of the unit's element boxes coloured by kind, with
     pictures embedded (downscaled), labelled "layout sketch" so no one takes it for a rendering.
+    Then a *Report headers* section (``headers`` table): one card per test report with fields in
+    ``review`` (missing or read with low confidence), the others collapsed; each field with its
+    value, source and confidence, the report's first slide/page thumbnail, and an input to fill in,
+    correct or confirm the value, or mark it "not stated" (null).
 
 Decisions
-    Approve / Reject / Edit per pair, kept in memory and in ``localStorage`` under the build id;
-    "Export decisions" downloads ``decisions-<build>.json`` in the ``schemas.review``
-    ``DecisionsFile`` format (``ragprep-review-decisions/1``).
+    Approve / Reject / Edit per pair, or Approve / Reject every pair the current filter shows
+    (flag, document, kind = flagged / spot check, ...; edits are kept; one undo), kept in memory
+    and in ``localStorage`` under the build id. "Import decisions" merges a decisions file
+    exported from this or an older report by QA id (the later ``decided_at`` wins; decisions for
+    pairs not in this report are counted and left out). "Export decisions" needs the reviewer's
+    name (it refuses with a message until one is entered; the name goes into every decision
+    that has none) and downloads ``decisions-<build>.json`` in the ``schemas.review``
+    ``DecisionsFile`` format (``ragprep-review-decisions/1``); header values go into its
+    ``headers`` list (``HeaderDecision``), and an import restores them too (by report and field).
 
 Security
-    Every document-derived string (questions, answers, Markdown, titles, file names, reasons)
+    Every document-derived string (questions, answers, Markdown, titles, file names, reasons,
+    header values and sources)
     travels as JSON inside ``<script type="application/json" id="data">`` with ``<``, ``>``,
     ``&``, U+2028 and U+2029 written as ``\\uXXXX`` escapes, so no text can close the script
     element; the page script builds DOM nodes with ``textContent``/``createElement`` only.
@@ -37,6 +54,7 @@ import base64
 import hashlib
 import io
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,10 +62,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from xml.sax.saxutils import escape as xml_escape
 
+from ragprep.settings import QaSettings
 from ragprep.storage import Layout, atomic_write_bytes
 from ragprep.tables import MissingTablesError, TableStore
 from schemas.chunks import ChunkRow
+from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
+from schemas.headers import HeaderField, HeaderRow
 from schemas.qa_pairs import FLAG_CODES, QaPairRow
 from schemas.review import DECISIONS_FORMAT
 
@@ -57,6 +78,10 @@ CSP = (
     "base-uri 'none'; form-action 'none'"
 )
 STATUSES = ("approved", "pending", "rejected")
+SPOT_CHECK_SHARE: float = QaSettings.model_fields["spot_check_share"].default
+SPOT_CHECK_MIN: int = QaSettings.model_fields["spot_check_min"].default
+SPOT_CHECK_GROUP = "spot_check"
+CRITIC_SCORES = ("grounded", "standalone", "well_formed", "useful")
 PDF_THUMB_DPI = 40
 SLIDE_SIZE_PT = (720.0, 540.0)
 PAGE_SIZE_PT = (612.0, 792.0)
@@ -77,6 +102,40 @@ def build_id(pairs: Iterable[QaPairRow]) -> str:
     """First 12 hex digits of SHA-256 over the sorted ``qa_id<TAB>flag,flag`` lines."""
     lines = sorted(f"{p.qa_id}\t{','.join(p.flags)}" for p in pairs)
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:12]
+
+
+def is_auto_approved(pair: QaPairRow) -> bool:
+    """Approved with no flags and no expert decision: what the spot checks sample."""
+    return pair.status == "approved" and not pair.flags and not pair.review_decision
+
+
+def spot_check_size(population: int, share: float = SPOT_CHECK_SHARE, minimum: int = SPOT_CHECK_MIN) -> int:
+    """``share`` of the population (rounded up), at least ``minimum``, at most all of it."""
+    wanted = math.ceil(round(share * population, 6))  # round first: 0.1 * 200 is 20.000000000000004
+    return min(population, max(wanted, minimum))
+
+
+def spot_check_sample(
+    pairs: Iterable[QaPairRow], build: str, share: float = SPOT_CHECK_SHARE, minimum: int = SPOT_CHECK_MIN
+) -> list[QaPairRow]:
+    """The auto-approved pairs drawn for a spot check: ranked by SHA-256 of ``build<TAB>qa_id``,
+    the first ``spot_check_size`` of them. The same build gives the same sample; a pair that
+    stays in the population keeps its rank when others leave it."""
+    population = [p for p in pairs if is_auto_approved(p)]
+    ranked = sorted(population, key=lambda p: (hashlib.sha256(f"{build}\t{p.qa_id}".encode()).hexdigest(), p.qa_id))
+    return ranked[: spot_check_size(len(population), share, minimum)]
+
+
+def critic_of(pair: QaPairRow) -> dict | None:
+    """The critic's verdict on a pair (scores 1-5, usable, reasons), or None when the judge has not run.
+
+    Read with ``getattr`` so that rows without the ``critic_*`` columns work too."""
+    scores = {name: getattr(pair, f"critic_{name}", None) for name in CRITIC_SCORES}
+    usable = getattr(pair, "critic_usable", None)
+    reasons = [str(r) for r in (getattr(pair, "critic_reasons", None) or [])]
+    if usable is None and not reasons and all(v is None for v in scores.values()):
+        return None
+    return {"scores": scores, "usable": usable, "reasons": reasons}
 
 
 def json_for_script(payload: object) -> str:
@@ -290,17 +349,65 @@ def _chunk_payload(chunk: ChunkRow) -> dict:
     }
 
 
-def build_report_data(root: Path) -> dict:
-    """Everything the page shows, as plain JSON-able data (flagged pairs only, plus counts)."""
+def _pair_order(pair: QaPairRow) -> tuple:
+    return (pair.source_path, pair.slide or 0, pair.page_start or 0, pair.qa_id)
+
+
+def _first_unit(doc_id: str, document: DocumentRow | None) -> _UnitKey:
+    """A report's first slide (its first page for a PDF): where its header is."""
+    return _UnitKey(doc_id, "page" if document is not None and document.format == "pdf" else "slide", 1)
+
+
+def _review_reason(field: HeaderField, review: Sequence[str]) -> str | None:
+    if field.name not in review:
+        return None
+    return "missing" if field.value is None else "low confidence"
+
+
+def headers_payload(headers: Sequence[HeaderRow], documents: dict[str, DocumentRow], thumbs: _Thumbnails) -> list[dict]:
+    """One entry per test report for the "Report headers" section: its fields (value, source, confidence,
+    whether and why an expert should look at it) and its first unit's thumbnail; reports with fields in
+    ``review`` first, then by file name."""
+    out = []
+    for row in headers:
+        document = documents.get(row.doc_id)
+        first = _first_unit(row.doc_id, document)
+        out.append({
+            "doc_id": row.doc_id,
+            "file_name": document.file_name if document else Path(row.source_path).name,
+            "path": row.source_path,
+            "review": list(row.review),
+            "missing": list(row.missing),
+            "needs_review": bool(row.review),
+            "flag": row.flag,
+            "provider": row.provider,
+            "model": row.model,
+            "fields": [{**f.model_dump(mode="json"), "review": _review_reason(f, row.review)} for f in row.fields],
+            "unit": first.unit,
+            "thumb": thumbs.get(first, row.source_path),
+        })
+    return sorted(out, key=lambda h: (not h["needs_review"], h["file_name"], h["doc_id"]))
+
+
+def build_report_data(root: Path, *, spot_check_share: float = SPOT_CHECK_SHARE, spot_check_min: int = SPOT_CHECK_MIN) -> dict:
+    """Everything the page shows, as plain JSON-able data: the flagged pairs, the spot-check
+    sample of auto-approved pairs (``spot_check_sample``), the counts of all pairs, and the test reports'
+    header fields (``headers_payload``; empty without a ``headers`` table)."""
     store = TableStore(Layout(root))
     if not store.exists("qa_pairs"):
         raise MissingTablesError(f"{store.path('qa_pairs')}: no qa_pairs table; run `ragprep qa --root {root}` first")
     pairs: list[QaPairRow] = store.read("qa_pairs")
     chunks = {c.chunk_id: c for c in store.read("chunks", optional=True)}
     documents = {d.doc_id: d for d in store.read("documents", optional=True)}
-    flagged = sorted((p for p in pairs if p.flags), key=lambda p: (p.source_path, p.slide or 0, p.page_start or 0, p.qa_id))
-    wanted_units = {(p.doc_id, u) for p in flagged for u in ("slide", "page")}
-    elements = [e for e in store.read("elements", optional=True) if (e.doc_id, e.unit) in wanted_units]
+    build = build_id(pairs)
+    flagged = sorted((p for p in pairs if p.flags), key=_pair_order)
+    spot = sorted(spot_check_sample(pairs, build, spot_check_share, spot_check_min), key=_pair_order)
+    shown = [*flagged, *spot]
+    headers: list[HeaderRow] = store.read("headers", optional=True)
+    wanted_units = {(p.doc_id, u) for p in shown for u in ("slide", "page")}
+    first_units = {(u.doc_id, u.unit, u.number) for u in (_first_unit(h.doc_id, documents.get(h.doc_id)) for h in headers)}
+    elements = [e for e in store.read("elements", optional=True)
+                if (e.doc_id, e.unit) in wanted_units or (e.doc_id, e.unit, e.number) in first_units]
     thumbs = _Thumbnails(root, elements)
 
     def file_name(pair: QaPairRow) -> str:
@@ -308,7 +415,7 @@ def build_report_data(root: Path) -> dict:
         return doc.file_name if doc else Path(pair.source_path).name
 
     out_pairs, out_chunks, docs = [], {}, {}
-    for pair in flagged:
+    for pair in shown:
         chunk = chunks.get(pair.chunk_id)
         if chunk is not None and chunk.chunk_id not in out_chunks:
             out_chunks[chunk.chunk_id] = _chunk_payload(chunk)
@@ -316,24 +423,34 @@ def build_report_data(root: Path) -> dict:
         record = pair.model_dump(mode="json")
         record.update(
             file_name=file_name(pair),
-            group=pair.flags[0],
+            group=pair.flags[0] if pair.flags else SPOT_CHECK_GROUP,
+            spot_check=not pair.flags,
+            critic=critic_of(pair),
             thumb=thumbs.get(unit, pair.source_path) if unit else None,
             chunk_found=chunk is not None,
         )
         out_pairs.append(record)
-        entry = docs.setdefault(pair.doc_id, {"doc_id": pair.doc_id, "file_name": record["file_name"], "path": pair.source_path, "n_flagged": 0})
-        entry["n_flagged"] += 1
+        entry = docs.setdefault(pair.doc_id, {"doc_id": pair.doc_id, "file_name": record["file_name"], "path": pair.source_path,
+                                              "n_flagged": 0, "n_spot_check": 0})
+        entry["n_spot_check" if record["spot_check"] else "n_flagged"] += 1
     present = {f for p in flagged for f in p.flags}
     flag_order = [f for f in FLAG_CODES if f in present] + sorted(present - set(FLAG_CODES))
     return {
         "format": DECISIONS_FORMAT,
-        "build": build_id(pairs),
+        "build": build,
         "generated_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         "counts": _counts(pairs),
         "flag_order": flag_order,
+        "spot_check": {
+            "auto_approved": sum(1 for p in pairs if is_auto_approved(p)),
+            "sampled": len(spot),
+            "share": spot_check_share,
+            "min": spot_check_min,
+        },
         "documents": sorted(docs.values(), key=lambda d: (d["file_name"], d["doc_id"])),
         "pairs": out_pairs,
         "chunks": out_chunks,
+        "headers": headers_payload(headers, documents, thumbs),
         "thumbs": thumbs.thumbs,
     }
 
@@ -358,13 +475,16 @@ def render_report_html(data: dict) -> str:
     )
 
 
-def write_review_report(root: Path, out: Path | None = None) -> Path:
+def write_review_report(
+    root: Path, out: Path | None = None, *, spot_check_share: float = SPOT_CHECK_SHARE, spot_check_min: int = SPOT_CHECK_MIN
+) -> Path:
     """Write the review report for the tables under ``root`` and return its path.
 
     Default ``out``: ``<root>/review/report-<build>.html``; then ``<root>/review/latest.html``
-    is overwritten with a copy. An explicit ``out`` is written alone."""
+    is overwritten with a copy. An explicit ``out`` is written alone. ``spot_check_share`` and
+    ``spot_check_min`` size the spot-check sample (``settings.qa``; defaults 10 %, 20)."""
     root = Path(root)
-    data = build_report_data(root)
+    data = build_report_data(root, spot_check_share=spot_check_share, spot_check_min=spot_check_min)
     html = render_report_html(data).encode("utf-8")
     if out is None:
         layout = Layout(root)

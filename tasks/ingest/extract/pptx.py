@@ -258,6 +258,15 @@ def chart_from_xml(chart_space) -> tuple[str | None, str, list[str], list[tuple[
     return title or None, "+".join(kinds) or "unknown", categories, series
 
 
+def heading_like(text: str) -> bool:
+    """One short line that reads as a heading: 2-15 words with letters, no list marker, no closing full stop."""
+    line = text.strip()
+    if not line or "\n" in line or line.startswith(("- ", "* ", "• ")) or line.endswith((".", ",", ";", ":")):
+        return False
+    words = line.split()
+    return 2 <= len(words) <= 15 and len(line) <= 120 and sum(ch.isalpha() for ch in line) >= 0.5 * len(line.replace(" ", ""))
+
+
 def _smartart_text(shape, slide_part) -> str | None:
     graphic_data = shape._element.find(".//" + qn("a:graphicData"))
     if graphic_data is None or graphic_data.get("uri") != DIAGRAM_URI:
@@ -310,6 +319,17 @@ class _SlideBuilder:
                 **extra,
             )
         )
+
+    def promote_title(self) -> None:
+        """A slide without a title placeholder takes its first heading-like text (one short line, no bullet,
+        no full stop, before any notes) as its title, so its chunk is not named "Slide N"."""
+        if any(row.kind == "title" for row in self.rows):
+            return
+        for index, row in enumerate(self.rows):
+            if row.kind == "text" and heading_like(row.text):
+                element_id = element_id_for(self.ctx.doc_id, "slide", self.number, row.order, "title")
+                self.rows[index] = row.model_copy(update={"kind": "title", "element_id": element_id})
+                return
 
     def picture(self, item: _Placed) -> None:
         shape = item.shape
@@ -420,6 +440,7 @@ def extract_pptx(path: Path, ctx: ExtractContext) -> ExtractedDocument:
                     builder.shape(item, slide.part)
                 except Exception as exc:  # one odd shape must not lose the slide
                     builder.warnings.append(f"slide {number}: shape {item.shape.name!r} skipped: {type(exc).__name__}: {exc}")
+            builder.promote_title()
             if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
                 notes = slide.notes_slide.notes_text_frame.text.strip()
                 if notes:

@@ -10,6 +10,7 @@
   var FLAG_HELP = {
     unsupported_answer: "the answer is not supported by the chunk",
     number_not_in_chunk: "the answer states a number the chunk does not contain",
+    unsupported_segment: "a sentence of the answer is not supported by the chunk (quoted in the reason)",
     near_duplicate: "almost the same as another question",
     not_a_question: "the question is not phrased as a question",
     answer_leak: "the question gives the answer away",
@@ -17,18 +18,39 @@
     too_long: "question or answer too long",
     language_mismatch: "question and answer or chunk are in different languages",
     generic_question: "the question could be asked of any document",
-    generation_failed: "the generator failed; the text is a placeholder"
+    generation_failed: "the generator failed; the text is a placeholder",
+    spot_check: "approved without flags, drawn at random: check what the rules may have missed"
   };
+  var SPOT = "spot_check";
+  var CRITIC_LABELS = [["grounded", "grounded"], ["standalone", "standalone"], ["well_formed", "well-formed"], ["useful", "useful"]];
+  var FILTER_IDS = ["kind-filter", "flag-filter", "doc-filter", "status-filter", "decision-filter"];
   var DECISION_TEXT = { approve: "Approved", reject: "Rejected", edit: "Edited" };
   var SAFE_IMAGE = /^data:image\/(png|jpeg|svg\+xml);base64,[A-Za-z0-9+\/=]+$/;
 
   var decisions = new Map(); // qa_id -> {decision, question, answer, reviewer, decided_at}
   var cards = new Map(); // qa_id -> {pair, node, refs}
+  var visibleIds = []; // the pairs the current filters show, in page order
+  var lastBulk = null; // {decision, before: [{id, d}]} for "Undo bulk action"
   var pairsById = new Map();
   DATA.pairs.forEach(function (p) { pairsById.set(p.qa_id, p); });
+  var HEADER_STORE_KEY = "ragprep-review-headers:" + BUILD;
+  var HEADERS = Array.isArray(DATA.headers) ? DATA.headers : [];
+  var headerDecisions = new Map(); // headerKey(doc_id, field) -> {doc_id, field, value (string or null), reviewer, decided_at}
+  var headerRows = new Map(); // headerKey -> {report, field, node, refs}
+  var headerCards = new Map(); // doc_id -> the report's card
+  var headerFields = new Map(); // headerKey -> the field as read (only fields of reports in this page)
+  HEADERS.forEach(function (h) { h.fields.forEach(function (f) { headerFields.set(headerKey(h.doc_id, f.name), f); }); });
+
+  function headerKey(docId, field) { return String(docId) + "\n" + String(field); }
 
   function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined; }
-  function flagHelp(f) { return own(FLAG_HELP, f) || ""; }
+  function flagHelp(f) {
+    var known = own(FLAG_HELP, f);
+    if (known) { return known; }
+    var m = /^low_quality:(.+)$/.exec(String(f));
+    if (!m) { return ""; }
+    return m[1] === "judge_failed" ? "the critic gave no usable verdict" : "the critic scored " + m[1].replace(/_/g, "-") + " too low";
+  }
 
   // ---------- DOM helpers (text only) ----------
   function text(s) { return document.createTextNode(s == null ? "" : String(s)); }
@@ -260,6 +282,7 @@
   }
 
   function afterDecision(id) {
+    forgetBulk();
     updateCard(id);
     persist();
     updateDecisionCount();
@@ -271,13 +294,35 @@
     decisions.forEach(function (d) { counts[d.decision]++; });
     var node = document.getElementById("decision-count");
     node.textContent = decisions.size + (decisions.size === 1 ? " decision" : " decisions") +
-      " (" + counts.approve + " approved, " + counts.reject + " rejected, " + counts.edit + " edited)";
+      " (" + counts.approve + " approved, " + counts.reject + " rejected, " + counts.edit + " edited)" +
+      (headerDecisions.size ? ", " + headerDecisions.size + (headerDecisions.size === 1 ? " header value" : " header values") : "");
     node.setAttribute("data-count", String(decisions.size));
+    node.setAttribute("data-header-count", String(headerDecisions.size));
+  }
+
+  function showMessage(id, kind, message) {
+    var node = document.getElementById(id);
+    node.textContent = message;
+    node.className = "message " + kind;
+    node.setAttribute("data-kind", kind);
+    node.hidden = !message;
   }
 
   function exportDecisions() {
-    var fallback = reviewerName() || null;
+    var name = reviewerName();
+    var reviewerInput = document.getElementById("reviewer");
+    reviewerInput.classList.toggle("missing", !name);
+    if (!name) {
+      showMessage("export-message", "error", "Enter your name as reviewer before exporting: it goes into every decision.");
+      reviewerInput.focus();
+      return;
+    }
+    if (!decisions.size && !headerDecisions.size) {
+      showMessage("export-message", "error", "No decisions to export yet.");
+      return;
+    }
     var ids = Array.from(decisions.keys()).sort();
+    var headerIds = Array.from(headerDecisions.keys()).sort();
     var payload = {
       format: DATA.format,
       build: BUILD,
@@ -288,26 +333,180 @@
           decision: d.decision,
           question: d.decision === "edit" ? d.question : null,
           answer: d.decision === "edit" ? d.answer : null,
-          reviewer: d.reviewer || fallback,
+          reviewer: d.reviewer || name,
           decided_at: d.decided_at
         };
+      }),
+      headers: headerIds.map(function (key) {
+        var h = headerDecisions.get(key);
+        return { doc_id: h.doc_id, field: h.field, value: h.value, reviewer: h.reviewer || name, decided_at: h.decided_at };
       })
     };
-    var reviewerInput = document.getElementById("reviewer");
-    reviewerInput.classList.toggle("missing", !fallback);
+    var fileName = "decisions-" + BUILD + ".json";
     var blob = new Blob([JSON.stringify(payload, null, 2) + "\n"], { type: "application/json" });
     var url = URL.createObjectURL(blob);
     var a = document.createElement("a");
     a.href = url; // a blob: URL made here, never document data
-    a.download = "decisions-" + BUILD + ".json";
+    a.download = fileName;
     a.hidden = true;
     document.body.appendChild(a);
     a.click();
     a.remove();
     setTimeout(function () { URL.revokeObjectURL(url); }, 2000);
+    showMessage("export-message", "ok", "Exported " + ids.length + (ids.length === 1 ? " decision" : " decisions") +
+      (headerIds.length ? " and " + headerIds.length + (headerIds.length === 1 ? " header value" : " header values") : "") +
+      " as " + fileName + " (reviewer " + name + "). Store them with: ragprep review apply " + fileName);
+  }
+
+  // ---------- import (merge by QA id; the later decided_at wins) ----------
+  function isText(v) { return typeof v === "string" && v.trim() !== ""; }
+
+  function validDecision(d) {
+    if (!d || typeof d !== "object" || !isText(d.qa_id) || !own(DECISION_TEXT, d.decision)) { return false; }
+    return d.decision !== "edit" || (isText(d.question) && isText(d.answer));
+  }
+
+  function isLater(a, b) {
+    var ta = Date.parse(a);
+    var tb = Date.parse(b);
+    return isFinite(ta) && isFinite(tb) && ta > tb;
+  }
+
+  function importDecisions(payload, fileName) {
+    var list = payload && typeof payload === "object" && payload.decisions === undefined ? [] : (payload || {}).decisions;
+    var headerList = payload && typeof payload === "object" && payload.headers === undefined ? [] : (payload || {}).headers;
+    if (!payload || typeof payload !== "object" || payload.format !== DATA.format || !Array.isArray(list) ||
+        !Array.isArray(headerList)) {
+      showMessage("import-message", "error", fileName + " is not a ragprep decisions file (format " + DATA.format + ").");
+      return;
+    }
+    var n = { applied: 0, newer: 0, absent: 0, invalid: 0 };
+    list.forEach(function (d) {
+      if (!validDecision(d)) { n.invalid++; return; }
+      if (!pairsById.has(d.qa_id)) { n.absent++; return; }
+      var current = decisions.get(d.qa_id);
+      if (current && isLater(current.decided_at, d.decided_at)) { n.newer++; return; }
+      var edit = d.decision === "edit";
+      decisions.set(d.qa_id, {
+        decision: d.decision,
+        question: edit ? d.question.trim() : null,
+        answer: edit ? d.answer.trim() : null,
+        reviewer: isText(d.reviewer) ? d.reviewer.trim() : null,
+        decided_at: isText(d.decided_at) ? d.decided_at : nowIso()
+      });
+      updateCard(d.qa_id);
+      n.applied++;
+    });
+    var hn = importHeaderDecisions(headerList);
+    forgetBulk();
+    persist();
+    updateDecisionCount();
+    render();
+    var older = isText(payload.build) && payload.build !== BUILD ? " (exported from report build " + payload.build + ")" : "";
+    showMessage("import-message", "ok", "Imported " + fileName + older + ": " + n.applied + " applied, " +
+      n.newer + " kept (a later decision here), " + n.absent + " for pairs not in this report, " + n.invalid + " invalid." +
+      (headerList.length ? " Header values: " + hn.applied + " applied, " + hn.newer + " kept (a later value here), " +
+        hn.absent + " for reports or fields not in this report, " + hn.invalid + " invalid." : ""));
+    var node = document.getElementById("import-message");
+    Object.keys(hn).forEach(function (k) { node.setAttribute("data-header-" + k, String(hn[k])); });
+    Object.keys(n).forEach(function (k) { node.setAttribute("data-" + k, String(n[k])); });
+  }
+
+  function importFile(ev) {
+    var input = ev.target;
+    var file = input.files && input.files[0];
+    if (!file) { return; }
+    var reader = new FileReader();
+    reader.addEventListener("load", function () {
+      var payload;
+      try { payload = JSON.parse(String(reader.result)); } catch (e) {
+        showMessage("import-message", "error", file.name + " is not JSON: export it again from a review report.");
+        input.value = "";
+        return;
+      }
+      importDecisions(payload, file.name);
+      input.value = "";
+    });
+    reader.addEventListener("error", function () { showMessage("import-message", "error", file.name + " could not be read."); });
+    reader.readAsText(file);
+  }
+
+  // ---------- bulk actions over the pairs the current filters show ----------
+  function filtersActive() {
+    return FILTER_IDS.some(function (id) { return document.getElementById(id).value !== ""; }) ||
+      document.getElementById("search").value.trim() !== "";
+  }
+
+  function forgetBulk() {
+    lastBulk = null;
+    document.getElementById("bulk-undo").disabled = true;
+  }
+
+  function updateBulkButtons() {
+    var ok = filtersActive() && visibleIds.length > 0;
+    var why = filtersActive() ? "" : "choose a filter first: bulk actions apply to the pairs a filter shows";
+    document.getElementById("bulk-hint").textContent = why ? "(" + why + ")" : "";
+    [["bulk-approve", "Approve"], ["bulk-reject", "Reject"]].forEach(function (b) {
+      var button = document.getElementById(b[0]);
+      button.disabled = !ok;
+      button.textContent = b[1] + " all shown (" + visibleIds.length + ")";
+      button.title = why || b[1].toLowerCase() + " every pair the filters show (edited pairs keep their edit)";
+    });
+  }
+
+  function bulkDecide(decision) {
+    if (!filtersActive()) {
+      document.getElementById("bulk-message").textContent = "Choose a filter first: bulk actions apply to the pairs a filter shows.";
+      return;
+    }
+    var name = reviewerName() || null;
+    var at = nowIso();
+    var before = [];
+    var kept = 0;
+    visibleIds.slice().forEach(function (id) {
+      var d = decisions.get(id);
+      if (d && d.decision === "edit") { kept++; return; }
+      before.push({ id: id, d: d || null });
+      decisions.set(id, { decision: decision, question: null, answer: null, reviewer: name, decided_at: at });
+      updateCard(id);
+    });
+    persist();
+    updateDecisionCount();
+    render();
+    lastBulk = { decision: decision, before: before };
+    document.getElementById("bulk-undo").disabled = before.length === 0;
+    var node = document.getElementById("bulk-message");
+    node.textContent = (decision === "approve" ? "Approved " : "Rejected ") + before.length +
+      (before.length === 1 ? " pair" : " pairs") + (kept ? "; " + kept + " edited kept their edit" : "") + ".";
+    node.setAttribute("data-changed", String(before.length));
+  }
+
+  function undoBulk() {
+    if (!lastBulk) { return; }
+    var before = lastBulk.before;
+    before.forEach(function (b) {
+      if (b.d) { decisions.set(b.id, b.d); } else { decisions.delete(b.id); }
+      updateCard(b.id);
+    });
+    forgetBulk();
+    persist();
+    updateDecisionCount();
+    render();
+    var node = document.getElementById("bulk-message");
+    node.textContent = "Undone: " + before.length + (before.length === 1 ? " decision" : " decisions") + " restored.";
+    node.setAttribute("data-changed", "0");
   }
 
   // ---------- cards ----------
+  function thumbFigure(key) {
+    var thumb = key ? own(DATA.thumbs, key) || null : null;
+    if (!thumb || !SAFE_IMAGE.test(thumb.src)) { return el("div", { "class": "no-thumb" }, "no thumbnail (unit unknown)"); }
+    var fig = el("figure", { "class": "thumb", "data-kind": thumb.kind, title: "click to enlarge" },
+      el("img", { src: thumb.src, alt: thumb.caption }), el("figcaption", null, thumb.caption));
+    fig.addEventListener("click", function () { fig.classList.toggle("zoomed"); });
+    return fig;
+  }
+
   function unitText(pair, chunk) {
     if (pair.slide !== null && pair.slide !== undefined) { return "slide " + pair.slide; }
     var a = pair.page_start;
@@ -326,10 +525,14 @@
       "data-doc-id": pair.doc_id,
       "data-flags": pair.flags.join(" "),
       "data-status": pair.status,
+      "data-spot-check": pair.spot_check ? "1" : "0",
       "data-decision": "none"
     });
 
     var head = el("div", { "class": "qa-head" });
+    if (pair.spot_check) {
+      head.appendChild(el("span", { "class": "badge spot", title: flagHelp(SPOT) }, "spot check"));
+    }
     pair.flags.forEach(function (f) { head.appendChild(el("span", { "class": "badge flag", "data-flag": f, title: flagHelp(f) || f }, f)); });
     head.appendChild(el("span", { "class": "badge status-" + pair.status, title: "status in the qa_pairs table" }, pair.status));
     head.appendChild(el("span", { "class": "badge", title: "question type \u00b7 target modality \u00b7 language" },
@@ -355,14 +558,22 @@
         "As generated: Q: " + pair.generated_question + "\nA: " + pair.generated_answer));
     }
 
-    main.appendChild(el("div", { "class": "field-label" }, "Why flagged"));
-    var reasons = el("ul", { "class": "reasons" });
-    var n = Math.max(pair.flags.length, pair.flag_reasons.length);
-    for (var i = 0; i < n; i++) {
-      reasons.appendChild(el("li", { "class": "reason" },
-        el("span", { "class": "code" }, pair.flags[i] || "(flag)"), pair.flag_reasons[i] || flagHelp(pair.flags[i]) || ""));
+    if (pair.spot_check) {
+      main.appendChild(el("div", { "class": "field-label" }, "Spot check"));
+      main.appendChild(el("p", { "class": "spot-note" }, "Approved automatically (no rule or critic flagged it) and drawn at random " +
+        "for a check. Approve it if it is a good pair; reject or edit it if the rules missed something."));
+    } else {
+      main.appendChild(el("div", { "class": "field-label" }, "Why flagged"));
+      var reasons = el("ul", { "class": "reasons" });
+      var n = Math.max(pair.flags.length, pair.flag_reasons.length);
+      for (var i = 0; i < n; i++) {
+        reasons.appendChild(el("li", { "class": "reason" },
+          el("span", { "class": "code" }, pair.flags[i] || "(flag)"), pair.flag_reasons[i] || flagHelp(pair.flags[i]) || ""));
+      }
+      main.appendChild(reasons);
     }
-    main.appendChild(reasons);
+    var critic = criticBox(pair.critic);
+    if (critic) { main.appendChild(critic); }
 
     var controls = el("div", { "class": "controls" });
     refs.approve = el("button", { type: "button", "class": "approve", title: "keep the pair as it is" }, "Approve");
@@ -405,15 +616,7 @@
     var aside = el("aside", { "class": "source" });
     aside.appendChild(el("div", { "class": "source-file", title: pair.source_path }, pair.file_name));
     aside.appendChild(el("div", { "class": "source-where" }, unitText(pair, chunk)));
-    var thumb = pair.thumb ? own(DATA.thumbs, pair.thumb) || null : null;
-    if (thumb && SAFE_IMAGE.test(thumb.src)) {
-      var fig = el("figure", { "class": "thumb", "data-kind": thumb.kind, title: "click to enlarge" },
-        el("img", { src: thumb.src, alt: thumb.caption }), el("figcaption", null, thumb.caption));
-      fig.addEventListener("click", function () { fig.classList.toggle("zoomed"); });
-      aside.appendChild(fig);
-    } else {
-      aside.appendChild(el("div", { "class": "no-thumb" }, "no thumbnail (unit unknown)"));
-    }
+    aside.appendChild(thumbFigure(pair.thumb));
     card.appendChild(aside);
 
     refs.approve.addEventListener("click", function () { closeEditor(refs); setDecision(pair.qa_id, "approve"); });
@@ -442,6 +645,30 @@
     return { pair: pair, node: card, refs: refs };
   }
 
+  function criticBox(critic) {
+    if (!critic || typeof critic !== "object") { return null; }
+    var usable = critic.usable === true ? "yes" : critic.usable === false ? "no" : "unknown";
+    var box = el("div", { "class": "critic", "data-usable": usable });
+    box.appendChild(el("span", { "class": "field-label" }, "Critic"));
+    var scores = critic.scores || {};
+    CRITIC_LABELS.forEach(function (c) {
+      var v = own(scores, c[0]);
+      if (typeof v === "number") {
+        box.appendChild(el("span", { "class": "score" + (v < 3 ? " low" : ""), "data-score": c[0] }, c[1] + " " + v + "/5"));
+      }
+    });
+    if (usable !== "unknown") {
+      box.appendChild(el("span", { "class": "badge " + (usable === "yes" ? "usable" : "unusable") }, usable === "yes" ? "usable" : "not usable"));
+    }
+    var reasons = Array.isArray(critic.reasons) ? critic.reasons : [];
+    if (reasons.length) {
+      var list = el("ul", { "class": "critic-reasons" });
+      reasons.forEach(function (r) { list.appendChild(el("li", null, r)); });
+      box.appendChild(list);
+    }
+    return box;
+  }
+
   function closeEditor(refs) { refs.editor.hidden = true; refs.note.textContent = ""; }
 
   function updateCard(id) {
@@ -464,13 +691,210 @@
     refs.label.className = "decision-label " + (d ? d.decision : "none");
   }
 
+  // ---------- report headers: one card per test report; expert values go into the decisions file ----------
+  var CONFIDENCE_HELP = "how sure the reading is: 1.0 expert, 0.95 table, 0.9 key-value line, 0.85 label/value boxes, " +
+    "0.7 a model's value, 0.6 title line, 0.5 file name";
+
+  function validHeaderDecision(h) {
+    return !!h && typeof h === "object" && isText(h.doc_id) && isText(h.field) &&
+      (h.value === null || h.value === undefined || isText(h.value));
+  }
+
+  function headerEntry(h) {
+    return {
+      doc_id: h.doc_id,
+      field: h.field,
+      value: isText(h.value) ? h.value.trim() : null,
+      reviewer: isText(h.reviewer) ? h.reviewer.trim() : null,
+      decided_at: isText(h.decided_at) ? h.decided_at : nowIso()
+    };
+  }
+
+  function persistHeaders() {
+    try {
+      window.localStorage.setItem(HEADER_STORE_KEY, JSON.stringify(Array.from(headerDecisions.values())));
+    } catch (e) { /* storage unavailable: values stay in memory */ }
+  }
+
+  function restoreHeaders() {
+    try {
+      var saved = JSON.parse(window.localStorage.getItem(HEADER_STORE_KEY) || "[]");
+      (Array.isArray(saved) ? saved : []).forEach(function (h) {
+        if (validHeaderDecision(h) && headerFields.has(headerKey(h.doc_id, h.field))) {
+          headerDecisions.set(headerKey(h.doc_id, h.field), headerEntry(h));
+        }
+      });
+    } catch (e) { /* ignore unreadable storage */ }
+  }
+
+  function importHeaderDecisions(list) {
+    var n = { applied: 0, newer: 0, absent: 0, invalid: 0 };
+    list.forEach(function (h) {
+      if (!validHeaderDecision(h)) { n.invalid++; return; }
+      var key = headerKey(h.doc_id, h.field);
+      if (!headerFields.has(key)) { n.absent++; return; }
+      var current = headerDecisions.get(key);
+      if (current && isLater(current.decided_at, h.decided_at)) { n.newer++; return; }
+      headerDecisions.set(key, headerEntry(h));
+      updateHeaderRow(key);
+      n.applied++;
+    });
+    persistHeaders();
+    return n;
+  }
+
+  function setHeaderValue(key, value) {
+    var entry = headerRows.get(key);
+    headerDecisions.set(key, {
+      doc_id: entry.report.doc_id, field: entry.field.name, value: value, reviewer: reviewerName() || null, decided_at: nowIso()
+    });
+    afterHeaderDecision(key);
+  }
+
+  function afterHeaderDecision(key) {
+    updateHeaderRow(key);
+    persistHeaders();
+    updateDecisionCount();
+  }
+
+  function confidenceText(c) { return typeof c === "number" && isFinite(c) ? c.toFixed(2) : "\u2013"; }
+
+  function buildHeaderField(report, field) {
+    var key = headerKey(report.doc_id, field.name);
+    var refs = {};
+    var row = el("div", { "class": "hfield", "data-field": field.name, "data-review": field.review || "", "data-decided": "none" });
+    var name = el("div", { "class": "hfield-name" }, el("strong", null, field.name));
+    if (field.review) {
+      name.appendChild(el("span", { "class": "badge " + (field.value == null ? "hr-missing" : "hr-low"),
+        title: field.value == null ? "not found in the first slides or the file name" : "read with low confidence: confirm or correct it" },
+      field.review));
+    }
+    row.appendChild(name);
+    var read = el("div", { "class": "hfield-read" });
+    read.appendChild(field.value == null ? el("span", { "class": "hvalue none" }, "not found") : el("span", { "class": "hvalue" }, field.value));
+    read.appendChild(el("div", { "class": "hmeta" },
+      el("span", { "class": "hsource", title: "where the value was read" }, field.source ? field.source : "no source"), " \u00b7 ",
+      el("span", { "class": "hconf" + (field.review === "low confidence" ? " low" : ""), title: CONFIDENCE_HELP },
+        "confidence " + confidenceText(field.confidence))));
+    row.appendChild(read);
+    var edit = el("div", { "class": "hfield-edit" });
+    refs.input = el("input", { type: "text", "class": "header-input", maxlength: "500", autocomplete: "off",
+      "aria-label": field.name + " of " + report.file_name, placeholder: "type the value" });
+    refs.save = el("button", { type: "button", "class": "header-save",
+      title: "store the value in the box (unchanged: you confirm what was read)" }, "Save");
+    refs.none = el("button", { type: "button", "class": "header-null",
+      title: "the report does not state this field: store it as empty (null)" }, "Not stated");
+    refs.clear = el("button", { type: "button", "class": "header-clear", title: "forget your value for this field" }, "Clear");
+    refs.label = el("span", { "class": "header-label" });
+    refs.note = el("span", { "class": "note", role: "alert" });
+    [refs.input, refs.save, refs.none, refs.clear, refs.label, refs.note].forEach(function (c) { edit.appendChild(c); });
+    row.appendChild(edit);
+    function save() {
+      var value = refs.input.value.trim();
+      if (!value) {
+        refs.note.textContent = "Empty: use \u201cNot stated\u201d when the report does not give this field.";
+        return;
+      }
+      refs.note.textContent = "";
+      setHeaderValue(key, value);
+    }
+    refs.save.addEventListener("click", save);
+    refs.input.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { ev.preventDefault(); save(); } });
+    refs.none.addEventListener("click", function () { refs.note.textContent = ""; setHeaderValue(key, null); });
+    refs.clear.addEventListener("click", function () {
+      refs.note.textContent = "";
+      headerDecisions.delete(key);
+      afterHeaderDecision(key);
+    });
+    headerRows.set(key, { report: report, field: field, node: row, refs: refs });
+    return row;
+  }
+
+  function updateHeaderRow(key) {
+    var entry = headerRows.get(key);
+    if (!entry) { return; }
+    var d = headerDecisions.get(key);
+    var refs = entry.refs;
+    var field = entry.field;
+    entry.node.setAttribute("data-decided", d ? (d.value === null ? "null" : "value") : "none");
+    if (d) {
+      refs.input.value = d.value === null ? "" : d.value;
+      var what = d.value === null ? "Not stated" : d.value === field.value ? "Confirmed as read" : "Your value";
+      refs.label.textContent = what + (d.reviewer ? " by " + d.reviewer : "") + " at " + d.decided_at;
+    } else {
+      refs.input.value = field.value == null ? "" : field.value;
+      refs.label.textContent = field.review ? "to review" : "as read";
+    }
+    refs.label.className = "header-label " + (d ? "decided" : field.review ? "todo" : "none");
+    refs.clear.disabled = !d;
+    updateHeaderCard(entry.report);
+  }
+
+  function updateHeaderCard(report) {
+    var card = headerCards.get(report.doc_id);
+    if (!card) { return; }
+    var decided = report.fields.filter(function (f) { return headerDecisions.has(headerKey(report.doc_id, f.name)); }).length;
+    var open = report.review.filter(function (name) { return !headerDecisions.has(headerKey(report.doc_id, name)); }).length;
+    card.setAttribute("data-decided", String(decided));
+    card.setAttribute("data-open", String(open));
+    card.querySelector(".hcard-status").textContent = decided ? decided + (decided === 1 ? " value entered" : " values entered") +
+      (report.needs_review ? ", " + open + " still to review" : "") : "";
+  }
+
+  function buildHeaderCard(report) {
+    var card = el("article", { "class": "hdr", "data-doc-id": report.doc_id, "data-needs-review": report.needs_review ? "1" : "0" });
+    headerCards.set(report.doc_id, card);
+    var head = el("div", { "class": "qa-head" }, el("span", { "class": "source-file", title: report.path }, report.file_name));
+    head.appendChild(report.needs_review
+      ? el("span", { "class": "badge flag" }, report.review.length + (report.review.length === 1 ? " field" : " fields") + " to review")
+      : el("span", { "class": "badge usable" }, "every field read confidently"));
+    if (report.flag) { head.appendChild(el("span", { "class": "badge", title: "flag of the headers stage" }, report.flag)); }
+    head.appendChild(el("span", { "class": "hcard-status" }));
+    head.appendChild(el("span", { "class": "qa-id mono", title: "doc_id" }, report.doc_id));
+    card.appendChild(head);
+    var main = el("div", { "class": "hdr-main" });
+    report.fields.forEach(function (f) { main.appendChild(buildHeaderField(report, f)); });
+    main.appendChild(el("p", { "class": "hdr-read-by" }, "Read by " + report.provider + " (" + report.model + "). " +
+      "Your value wins on the next build (source \u201cexpert\u201d)."));
+    card.appendChild(main);
+    card.appendChild(el("aside", { "class": "source" }, el("div", { "class": "source-where" },
+      "where the header is: " + (report.unit === "page" ? "page 1" : "slide 1")), thumbFigure(report.thumb)));
+    return card;
+  }
+
+  function renderHeaders() {
+    var section = document.getElementById("headers");
+    if (!HEADERS.length) { section.hidden = true; return; }
+    var todo = HEADERS.filter(function (h) { return h.needs_review; });
+    var done = HEADERS.filter(function (h) { return !h.needs_review; });
+    var nFields = todo.reduce(function (a, h) { return a + h.review.length; }, 0);
+    var line = document.getElementById("headers-line");
+    line.textContent = "(" + todo.length + " of " + HEADERS.length + " test reports, " + nFields +
+      (nFields === 1 ? " field" : " fields") + " to fill in or confirm)";
+    line.setAttribute("data-reports", String(todo.length));
+    line.setAttribute("data-fields", String(nFields));
+    var list = document.getElementById("headers-review");
+    list.replaceChildren.apply(list, todo.map(buildHeaderCard));
+    if (!todo.length) { list.appendChild(el("p", { "class": "empty" }, "Every header field was read confidently.")); }
+    var others = document.getElementById("headers-others");
+    others.hidden = !done.length;
+    document.getElementById("headers-others-summary").textContent = done.length +
+      (done.length === 1 ? " test report" : " test reports") + " with every field read confidently (open to correct one)";
+    var rest = document.getElementById("headers-others-list");
+    rest.replaceChildren.apply(rest, done.map(buildHeaderCard));
+    section.hidden = false;
+    headerRows.forEach(function (entry, key) { updateHeaderRow(key); });
+  }
+
   // ---------- filters and groups ----------
   function matches(pair) {
+    var kind = document.getElementById("kind-filter").value;
     var flag = document.getElementById("flag-filter").value;
     var doc = document.getElementById("doc-filter").value;
     var status = document.getElementById("status-filter").value;
     var decision = document.getElementById("decision-filter").value;
     var query = document.getElementById("search").value.trim().toLowerCase();
+    if ((kind === SPOT && !pair.spot_check) || (kind === "flagged" && pair.spot_check)) { return false; }
     if (flag && pair.flags.indexOf(flag) < 0) { return false; }
     if (doc && pair.doc_id !== doc) { return false; }
     if (status && pair.status !== status) { return false; }
@@ -490,39 +914,51 @@
     var groups = document.getElementById("groups");
     var flag = document.getElementById("flag-filter").value;
     var buckets = new Map();
-    (flag ? [flag] : DATA.flag_order).forEach(function (f) { buckets.set(f, []); });
+    (flag ? [flag] : DATA.flag_order.concat([SPOT])).forEach(function (f) { buckets.set(f, []); });
     var visible = 0;
+    var nSpot = 0;
     DATA.pairs.forEach(function (pair) {
       if (!matches(pair)) { return; }
       var g = flag || pair.group;
       if (!buckets.has(g)) { buckets.set(g, []); }
       buckets.get(g).push(pair);
       visible++;
+      if (pair.spot_check) { nSpot++; }
     });
+    visibleIds = [];
+    buckets.forEach(function (list) { list.forEach(function (pair) { visibleIds.push(pair.qa_id); }); });
     var sections = [];
     buckets.forEach(function (list, f) {
       if (!list.length) { return; }
-      var section = el("section", { "class": "flag-group", "data-flag": f },
-        el("h2", null, f + " ", el("span", { "class": "muted" },
+      var section = el("section", { "class": "flag-group" + (f === SPOT ? " spot-group" : ""), "data-flag": f },
+        el("h2", null, (f === SPOT ? "spot check" : f) + " ", el("span", { "class": "muted" },
           "(" + list.length + ")" + (flagHelp(f) ? " \u2014 " + flagHelp(f) : ""))));
       list.forEach(function (pair) { section.appendChild(cards.get(pair.qa_id).node); });
       sections.push(section);
     });
     groups.replaceChildren.apply(groups, sections);
     var count = document.getElementById("visible-count");
-    count.textContent = visible + " of " + DATA.pairs.length + " flagged pairs shown";
+    count.textContent = visible + " of " + DATA.pairs.length + " pairs shown (" + (visible - nSpot) + " flagged, " +
+      nSpot + (nSpot === 1 ? " spot check)" : " spot checks)");
     count.setAttribute("data-visible", String(visible));
     var empty = document.getElementById("empty");
     empty.hidden = visible > 0;
-    if (!DATA.pairs.length) { empty.textContent = "No flagged pairs in this build: nothing to review."; }
+    if (!DATA.pairs.length) {
+      empty.textContent = "No flagged pairs and no auto-approved pairs in this build: " +
+        (HEADERS.length ? "no QA pair to review." : "nothing to review.");
+    }
+    updateBulkButtons();
   }
 
   // ---------- header: summary, filters ----------
   function fillSummary() {
     var c = DATA.counts;
+    var sc = DATA.spot_check;
     document.getElementById("summary-line").textContent =
       c.total + " QA pairs in total: " + c.flagged + " flagged (listed below, each once under its first flag), " +
-      (c.total - c.flagged) + " without flags.";
+      (c.total - c.flagged) + " without flags. Spot check: " + sc.sampled + " of the " + sc.auto_approved +
+      " auto-approved pairs not yet reviewed, drawn at random (" + Math.round(sc.share * 1000) / 10 + " %, at least " +
+      sc.min + "), listed last.";
     var table = document.getElementById("counts");
     var headRow = el("tr", null, el("th", null, "flag"));
     c.statuses.forEach(function (s) { headRow.appendChild(el("th", null, s)); });
@@ -545,19 +981,24 @@
 
   function fillFilters() {
     var flagSel = document.getElementById("flag-filter");
+    var kindSel = document.getElementById("kind-filter");
+    var nSpot = DATA.pairs.filter(function (p) { return p.spot_check; }).length;
+    kindSel.options[1].textContent = "flagged only (" + (DATA.pairs.length - nSpot) + ")";
+    kindSel.options[2].textContent = "spot checks only (" + nSpot + ")";
     DATA.flag_order.forEach(function (f) {
       var n = DATA.pairs.filter(function (p) { return p.flags.indexOf(f) >= 0; }).length;
       flagSel.appendChild(el("option", { value: f }, f + " (" + n + ")"));
     });
     var docSel = document.getElementById("doc-filter");
     DATA.documents.forEach(function (d) {
-      docSel.appendChild(el("option", { value: d.doc_id, title: d.path }, d.file_name + " (" + d.n_flagged + ")"));
+      docSel.appendChild(el("option", { value: d.doc_id, title: d.path }, d.file_name + " (" + d.n_flagged + " flagged" +
+        (d.n_spot_check ? ", " + d.n_spot_check + " spot checks" : "") + ")"));
     });
     var statusSel = document.getElementById("status-filter");
     var seen = [];
     DATA.pairs.forEach(function (p) { if (seen.indexOf(p.status) < 0) { seen.push(p.status); } });
     seen.sort().forEach(function (s) { statusSel.appendChild(el("option", { value: s }, s)); });
-    ["flag-filter", "doc-filter", "status-filter", "decision-filter"].forEach(function (id) {
+    FILTER_IDS.forEach(function (id) {
       document.getElementById(id).addEventListener("change", render);
     });
     document.getElementById("search").addEventListener("input", render);
@@ -569,14 +1010,23 @@
     DATA.pairs.forEach(function (pair) { cards.set(pair.qa_id, buildCard(pair)); });
     restore();
     decisions.forEach(function (d, id) { updateCard(id); });
+    restoreHeaders();
+    renderHeaders();
     updateDecisionCount();
     render();
     var reviewer = document.getElementById("reviewer");
-    reviewer.addEventListener("change", function () {
-      reviewer.classList.remove("missing");
+    reviewer.addEventListener("input", function () {
+      if (reviewerName()) {
+        reviewer.classList.remove("missing");
+        showMessage("export-message", "ok", "");
+      }
       try { window.localStorage.setItem(REVIEWER_KEY, reviewerName()); } catch (e) { /* ignore */ }
     });
     document.getElementById("export").addEventListener("click", exportDecisions);
+    document.getElementById("import-file").addEventListener("change", importFile);
+    document.getElementById("bulk-approve").addEventListener("click", function () { bulkDecide("approve"); });
+    document.getElementById("bulk-reject").addEventListener("click", function () { bulkDecide("reject"); });
+    document.getElementById("bulk-undo").addEventListener("click", undoBulk);
     document.addEventListener("keydown", function (ev) {
       if (ev.key === "Escape") {
         document.querySelectorAll("figure.thumb.zoomed").forEach(function (f) { f.classList.remove("zoomed"); });

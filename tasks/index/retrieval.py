@@ -1,0 +1,256 @@
+"""Ranking chunks for a question: dense (cosine), BM25 and their reciprocal-rank fusion.
+
+The one ranking logic of ragprep, used two ways:
+
+* ``Retriever``: built in memory from chunk ids and texts (no LanceDB), for evaluation, re-ranking
+  and training code that wants scores for many questions at once (``search_many``,
+  ``dense_scores``);
+* ``tasks/index/store.py``'s ``SearchIndex``: the persistent index (LanceDB vectors + a saved BM25),
+  whose dense candidates come from LanceDB and whose BM25 and fusion are the functions below.
+
+**Dense**: the cosine of L2-normalised query and passage vectors. **BM25**: ``bm25s`` over
+``ragprep.text.tokens`` (Korean particles stripped); a chunk sharing no token with the query is
+not ranked. **Hybrid**: reciprocal-rank fusion of the two rankings, each cut to its best
+``rrf_depth`` (default 100) candidates: ``score(c) = sum 1 / (rrf_k + rank(c))`` over the
+rankings that hold ``c`` (ranks 1-based, ``rrf_k`` 60 as in Cormack et al. 2009). Ties are broken
+by the better single rank, then by the order the candidate was first seen (dense first), so the
+same inputs always give the same order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from ragprep.engines.embedder import Embedder
+from ragprep.text import tokens
+
+MODES = ("dense", "bm25", "hybrid")
+EMPTY_TOKEN = "∅"
+"""Stands in for a chunk without any token, so bm25s indexes it (it matches no query)."""
+
+QueryVectors = Mapping[str, np.ndarray] | Callable[[list[str]], np.ndarray]
+"""Precomputed query vectors by query text, or a function from queries to (n, dim) vectors
+(a trained query adapter on top of the embedder, say)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked chunk: its id, the mode's score (cosine, BM25 or fused RRF) and its 1-based rank."""
+
+    chunk_id: str
+    score: float
+    rank: int
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` when it is dense, bm25 or hybrid; raise ``ValueError`` otherwise."""
+    if mode not in MODES:
+        raise ValueError(f"unknown retrieval mode {mode!r}: use one of {', '.join(MODES)}")
+    return mode
+
+
+def embed_queries(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
+    """(n, dim) L2-normalised float32 query vectors (E5 models put ``query:`` before each)."""
+    return _unit_rows(embedder.queries(list(queries)))
+
+
+def embed_passages(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """(n, dim) L2-normalised float32 passage vectors (cached by text hash when the embedder caches)."""
+    return _unit_rows(embedder.passages(list(texts)))
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    if vectors.size == 0:
+        return vectors.reshape(vectors.shape[0], -1)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` highest scores, best first; equal scores keep their position order."""
+    n = scores.shape[0]
+    if k <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        part = np.argpartition(-scores, k - 1)[:k]
+        cutoff = scores[part].min()
+        candidates = np.flatnonzero(scores >= cutoff)  # every tie at the cut, so the stable sort decides
+    else:
+        candidates = np.arange(n)
+    order = np.argsort(-scores[candidates], kind="stable")
+    return candidates[order][:k]
+
+
+def rrf_fuse(rankings: Sequence[Sequence[str]], rrf_k: int = 60) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion: ``(id, sum of 1 / (rrf_k + rank))`` best first, ranks 1-based.
+
+    Ties: the better single rank first, then the id seen first (earlier ranking, earlier rank)."""
+    scores: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (rrf_k + rank)
+            best[item] = min(best.get(item, rank), rank)
+    seen = {item: position for position, item in enumerate(scores)}
+    order = sorted(scores, key=lambda item: (-scores[item], best[item], seen[item]))
+    return [(item, scores[item]) for item in order]
+
+
+def ranked_hits(
+    mode: str, dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], k: int, rrf_k: int = 60
+) -> list[Hit]:
+    """The top ``k`` hits of ``mode`` from a dense and a BM25 ranking (each ``(id, score)`` best first)."""
+    check_mode(mode)
+    if mode == "dense":
+        ranked = list(dense)
+    elif mode == "bm25":
+        ranked = list(lexical)
+    else:
+        ranked = rrf_fuse([[c for c, _ in dense], [c for c, _ in lexical]], rrf_k)
+    return [Hit(chunk_id=c, score=float(s), rank=r) for r, (c, s) in enumerate(ranked[:k], start=1)]
+
+
+class Bm25Ranker:
+    """BM25 (``bm25s``, Lucene scoring) over ``ragprep.text.tokens``, savable to a folder."""
+
+    def __init__(self, model: bm25s.BM25, size: int) -> None:
+        self.model = model
+        self.size = size
+
+    @classmethod
+    def build(cls, texts: Sequence[str]) -> Bm25Ranker:
+        """Index ``texts`` (a text without tokens gets a placeholder that matches nothing)."""
+        model = bm25s.BM25()
+        if texts:
+            model.index([tokens(t) or [EMPTY_TOKEN] for t in texts], show_progress=False)
+        return cls(model, len(texts))
+
+    @property
+    def vocabulary(self) -> int:
+        """Distinct tokens indexed."""
+        return len(getattr(self.model, "vocab_dict", None) or {})
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every text for ``query`` (zeros when nothing matches)."""
+        if not self.size:
+            return np.zeros(0, dtype=np.float32)
+        known = [t for t in tokens(query) if t in self.model.vocab_dict]
+        if not known:
+            return np.zeros(self.size, dtype=np.float32)
+        return np.asarray(self.model.get_scores(known), dtype=np.float32)
+
+    def ranking(self, query: str, depth: int) -> list[tuple[int, float]]:
+        """``(position, score)`` of the best ``depth`` texts sharing a token with ``query``, best first."""
+        scores = self.scores(query)
+        return [(int(i), float(scores[i])) for i in top_indices(scores, depth) if scores[i] > 0]
+
+    def save(self, folder: Path) -> None:
+        """Write the index to ``folder`` (bm25s' own files plus ``size.json``)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.size:
+            self.model.save(str(folder), show_progress=False)
+        (folder / "size.json").write_text(json.dumps({"size": self.size}), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> Bm25Ranker:
+        """Read an index written by ``save`` (memory-mapped)."""
+        size = json.loads((folder / "size.json").read_text(encoding="utf-8"))["size"]
+        model = bm25s.BM25.load(str(folder), mmap=True, show_progress=False) if size else bm25s.BM25()
+        return cls(model, size)
+
+
+class Retriever:
+    """Dense, BM25 and hybrid retrieval over chunk texts held in memory (no LanceDB needed).
+
+    ``embedder`` may be None for BM25 alone. Passage vectors are computed on the first dense
+    query (or given as ``passage_vectors``); ``query_vectors`` replaces how queries become
+    vectors (see ``QueryVectors``)."""
+
+    def __init__(
+        self,
+        chunk_ids: list[str],
+        texts: list[str],
+        embedder: Embedder | None,
+        *,
+        rrf_k: int = 60,
+        query_vectors: QueryVectors | None = None,
+        passage_vectors: np.ndarray | None = None,
+        rrf_depth: int = 100,
+    ) -> None:
+        if len(chunk_ids) != len(texts):
+            raise ValueError(f"{len(chunk_ids)} chunk ids but {len(texts)} texts")
+        self.chunk_ids = list(chunk_ids)
+        self.texts = list(texts)
+        self.embedder = embedder
+        self.rrf_k = rrf_k
+        self.rrf_depth = rrf_depth
+        self.query_vectors = query_vectors
+        self._vectors = _unit_rows(passage_vectors) if passage_vectors is not None else None
+        self._bm25: Bm25Ranker | None = None
+
+    @property
+    def bm25(self) -> Bm25Ranker:
+        """The BM25 index of the texts (built on first use)."""
+        if self._bm25 is None:
+            self._bm25 = Bm25Ranker.build(self.texts)
+        return self._bm25
+
+    @property
+    def passage_vectors(self) -> np.ndarray:
+        """(n_chunks, dim) passage vectors (embedded on first use)."""
+        if self._vectors is None:
+            if self.embedder is None:
+                raise ValueError("dense retrieval needs an embedder or passage_vectors")
+            self._vectors = embed_passages(self.embedder, self.texts)
+        return self._vectors
+
+    def _queries_to_vectors(self, queries: list[str]) -> np.ndarray:
+        given = self.query_vectors
+        if callable(given):
+            return _unit_rows(given(queries))
+        if given is None:
+            if self.embedder is None:
+                raise ValueError("dense retrieval needs an embedder or query_vectors")
+            return embed_queries(self.embedder, queries)
+        missing = [q for q in dict.fromkeys(queries) if q not in given]
+        computed = dict(zip(missing, embed_queries(self.embedder, missing))) if missing and self.embedder else {}
+        if len(computed) < len(missing):
+            raise ValueError(f"no query vector for {missing[0]!r} and no embedder to make one")
+        return _unit_rows(np.stack([given[q] if q in given else computed[q] for q in queries]))
+
+    def dense_scores(self, queries: list[str]) -> np.ndarray:
+        """(n_queries, n_chunks) cosine similarities, one batched embedding of the queries."""
+        if not queries:
+            return np.zeros((0, len(self.chunk_ids)), dtype=np.float32)
+        if not self.chunk_ids:
+            return np.zeros((len(queries), 0), dtype=np.float32)
+        return self._queries_to_vectors(list(queries)) @ self.passage_vectors.T
+
+    def search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[Hit]:
+        """The ``k`` best chunks for ``query`` in ``mode`` (dense | bm25 | hybrid)."""
+        return self.search_many([query], k, mode)[0]
+
+    def search_many(self, queries: list[str], k: int = 10, mode: str = "hybrid") -> list[list[Hit]]:
+        """``search`` for every query, with the query embeddings computed in one batch."""
+        check_mode(mode)
+        depth = k if mode != "hybrid" else max(k, self.rrf_depth)
+        dense = self.dense_scores(queries) if mode != "bm25" else None
+        out = []
+        for row, query in enumerate(queries):
+            dense_ranking = lexical = []
+            if dense is not None:
+                scores = dense[row]
+                dense_ranking = [(self.chunk_ids[i], float(scores[i])) for i in top_indices(scores, depth)]
+            if mode != "dense":
+                lexical = [(self.chunk_ids[i], s) for i, s in self.bm25.ranking(query, depth)]
+            out.append(ranked_hits(mode, dense_ranking, lexical, k, self.rrf_k))
+        return out

@@ -1,0 +1,141 @@
+"""index: embed a dataset version's chunks and write the search index (``ragprep index``, flow ``index``).
+
+Reads the chunks of one published dataset version (LATEST unless ``version`` names one), takes
+each chunk's text of the variant — ``v1``: ``markdown_v1`` (report header + text, the paper's
+Ver.1), ``v0``: ``markdown_v0`` (no header, Ver.0); a chunk whose column is empty (the headers or
+correct stage did not run) falls back to the next one (v1 -> v0 -> markdown) and is counted —,
+embeds the texts with the configured embedder and writes LanceDB + BM25 + manifest
+(``tasks/index/store.py``).
+
+Incremental: passage vectors are cached by text hash + model, so a new version re-embeds only
+its new or changed chunks; the report counts passages embedded and reused.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+from pydantic import BaseModel
+
+from ragprep import __version__
+from ragprep.engines.embedders import EmbedderSpec, make_embedder, text_hash
+from ragprep.report import Report
+from ragprep.settings import Settings
+from ragprep.storage import Layout
+from ragprep.text import TOKENIZER_ID
+from tasks.dataset.versions import dataset_store, find_version, read_version_table
+from tasks.index.store import IndexManifest, folder_bytes, index_folder, write_index
+from tasks.stage import Progress
+
+TEXT_COLUMNS = {"v1": ("markdown_v1", "markdown_v0", "markdown"), "v0": ("markdown_v0", "markdown")}
+"""The chunk columns a variant's text is taken from, first non-empty wins."""
+
+
+class IndexReport(BaseModel):
+    """What one index build did, for the CLI and the ``search-index`` artifact."""
+
+    version_id: str
+    variant: str
+    text_column: str
+    embedder: str
+    dim: int
+    chunks: int
+    embedded: int
+    reused: int
+    text_fallbacks: int
+    bm25_vocabulary: int
+    path: str
+    size_bytes: int
+    seconds: float
+    embed_seconds: float
+
+    def report(self) -> Report:
+        """The counts as a two-column table, with a lead line and notes."""
+        rows = [
+            ["dataset version", self.version_id], ["variant", f"{self.variant} ({self.text_column})"],
+            ["embedder", f"{self.embedder} ({self.dim} dims)"], ["chunks indexed", self.chunks],
+            ["passages embedded", self.embedded], ["passages reused (cache)", self.reused],
+            ["BM25 vocabulary", self.bm25_vocabulary], ["size on disk", f"{self.size_bytes / 2**20:.2f} MiB"],
+            ["seconds (embedding)", f"{self.seconds:.1f} ({self.embed_seconds:.1f})"], ["index", self.path],
+        ]
+        notes = []
+        if self.text_fallbacks:
+            notes.append(f"{self.text_fallbacks} chunks had no {self.text_column} and were indexed with the next text "
+                         "column (run the correct and headers stages before `ragprep dataset`).")
+        notes.append('Search it: ragprep search "question" --mode hybrid|dense|bm25')
+        return Report(
+            title="ragprep: search index", columns=["", "value"], rows=rows, notes=notes,
+            lead=[f"**Indexed {self.chunks} chunks** of dataset version {self.version_id} ({self.variant}): "
+                  f"{self.embedded} passages embedded, {self.reused} reused from the cache."],
+        )
+
+
+def chunk_texts(chunks: pa.Table, variant: str) -> tuple[list[str], int]:
+    """Each chunk's text of ``variant`` and how many chunks fell back to a later column."""
+    columns = [c for c in TEXT_COLUMNS[variant] if c in chunks.column_names]
+    values = [chunks.column(c).to_pylist() for c in columns]
+    texts, fallbacks = [], 0
+    for row in zip(*values):
+        chosen = next((i for i, v in enumerate(row) if v), None)
+        texts.append(row[chosen] if chosen is not None else "")
+        fallbacks += chosen != 0
+    return texts, fallbacks
+
+
+def index_metadata(chunks: pa.Table, documents: pa.Table | None, texts: list[str]) -> pa.Table:
+    """The index's metadata columns (``store.METADATA``) for every chunk."""
+    doc_types = dict(zip(documents.column("doc_id").to_pylist(), documents.column("doc_type").to_pylist())) \
+        if documents is not None else {}
+
+    def column(name: str) -> list:
+        return chunks.column(name).to_pylist() if name in chunks.column_names else [None] * chunks.num_rows
+
+    doc_ids = column("doc_id")
+    return pa.table({
+        "chunk_id": column("chunk_id"), "doc_id": doc_ids,
+        "document": [Path(p).name for p in column("source_path")], "source_path": column("source_path"),
+        "doc_type": [doc_types.get(d) for d in doc_ids], "unit": column("unit"), "slide": column("slide"),
+        "page_start": column("page_start"), "page_end": column("page_end"), "title": column("title"),
+        "split": column("split"), "text": texts, "text_hash": [text_hash(t) for t in texts],
+    })
+
+
+def run_index(settings: Settings, version: str | None = None, variant: str | None = None,
+              progress: Progress | None = None) -> IndexReport:
+    """Embed the chunks of ``version`` (default LATEST) and write the ``variant`` index (default ``index.variant``)."""
+    import lancedb
+
+    started = time.perf_counter()
+    variant = variant or settings.index.variant
+    if variant not in TEXT_COLUMNS:
+        raise ValueError(f"unknown variant {variant!r}: v1 (with report header) or v0 (without)")
+    store = dataset_store(settings)
+    found = find_version(store, version)
+    chunks = read_version_table(store, found, "chunks")
+    if chunks is None:
+        raise FileNotFoundError(f"dataset version {found.version_id} has no chunks table")
+    chunks = chunks.sort_by("chunk_id")  # row order (and BM25 positions) independent of split files
+    texts, fallbacks = chunk_texts(chunks, variant)
+    spec = EmbedderSpec.from_settings(settings)
+    folder = index_folder(settings, variant)  # checks index.uri before any embedding
+    embedder = make_embedder(spec, settings, Layout(settings.root).embeddings_cache_dir)
+    embed_started = time.perf_counter()
+    vectors = embedder.passages(texts, progress)
+    embed_seconds = time.perf_counter() - embed_started
+    manifest = IndexManifest(
+        version_id=found.version_id, variant=variant, text_column=TEXT_COLUMNS[variant][0], embedder=spec,
+        embedder_name=embedder.name, dim=int(vectors.shape[1]) if len(texts) else embedder.dim, chunks=len(texts),
+        embedded=embedder.counts.embedded, reused=embedder.counts.reused, text_fallbacks=fallbacks, tokenizer=TOKENIZER_ID,
+        bm25_vocabulary=0, created_at=datetime.now(UTC).isoformat(timespec="seconds"), ragprep_version=__version__,
+        lancedb_version=lancedb.__version__, dataset_store=store.uri,
+    )
+    ranker = write_index(folder, index_metadata(chunks, read_version_table(store, found, "documents"), texts), vectors, manifest)
+    return IndexReport(
+        version_id=found.version_id, variant=variant, text_column=manifest.text_column, embedder=embedder.name,
+        dim=manifest.dim, chunks=len(texts), embedded=manifest.embedded, reused=manifest.reused, text_fallbacks=fallbacks,
+        bm25_vocabulary=ranker.vocabulary, path=str(folder), size_bytes=folder_bytes(folder),
+        seconds=round(time.perf_counter() - started, 2), embed_seconds=round(embed_seconds, 2),
+    )

@@ -1,0 +1,88 @@
+"""``ragprep search``: query the built index and say when it is stale.
+
+The query is embedded with the embedder the index was built with (its manifest names it), so the
+vectors always compare like with like. An index built from another dataset version than LATEST,
+with another embedder than the settings name, or with another BM25 tokenizer still answers, with
+a warning line for each difference and the command that rebuilds it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from rich.markup import escape
+
+from ragprep.engines.embedders import EmbedderConfigError, EmbedderSpec, make_embedder
+from ragprep.report import Report
+from ragprep.settings import Settings
+from ragprep.text import TOKENIZER_ID
+from tasks.dataset.versions import dataset_store
+from tasks.index.retrieval import check_mode
+from tasks.index.store import IndexManifest, SearchIndex, index_folder
+
+SNIPPET_CHARS = 90
+
+
+class SearchResult(BaseModel):
+    """A query's ranked chunks, the index they came from and any staleness warnings."""
+
+    query: str
+    mode: str
+    k: int
+    variant: str
+    index_version: str
+    index_embedder: str
+    warnings: list[str]
+    hits: list[dict]
+
+    def report(self) -> Report:
+        """The hits as a table for the terminal: rank, score, document, slide/page, title, split, start of the text.
+
+        Cells are escaped for rich (a Markdown link ``[alt](path)`` would be read as markup)."""
+        rows = [[h["rank"], f"{h['score']:.4f}", escape(h["document"]), h["where"], escape(h["title"]), h["split"] or "",
+                 escape(_snippet(h["text"]))] for h in self.hits]
+        return Report(
+            title=escape(f"{self.mode} search ({self.variant}, version {self.index_version}): {self.query}"),
+            columns=["#", "score", "document", "slide/page", "title", "split", "text"], rows=rows,
+            notes=[] if rows else ["no chunk matched"],
+        )
+
+
+def _snippet(text: str) -> str:
+    body = text.split("\n---\n", 1)[-1] if "\n---\n" in text else text  # skip a report header block
+    flat = " ".join(body.split())
+    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
+
+
+def staleness_warnings(manifest: IndexManifest, settings: Settings) -> list[str]:
+    """One line per way the index differs from LATEST and the settings (empty when it is current)."""
+    warnings = []
+    latest = dataset_store(settings).latest()
+    if latest != manifest.version_id:
+        now = f"LATEST is {latest}" if latest else "no dataset version is published now"
+        warnings.append(f"index built from dataset version {manifest.version_id}, but {now}: "
+                        f"run `ragprep index --variant {manifest.variant}` to index it")
+    try:
+        configured = EmbedderSpec.from_settings(settings)
+    except EmbedderConfigError as exc:
+        warnings.append(f"the configured embedder is unusable ({exc}); queries use the index's {manifest.embedder_name}")
+    else:
+        if configured != manifest.embedder:
+            warnings.append(f"index built with embedder {manifest.embedder_name}, but the settings name {configured.name}: "
+                            f"queries use {manifest.embedder_name}; run `ragprep index` to rebuild with the configured one")
+    if manifest.tokenizer != TOKENIZER_ID:
+        warnings.append(f"index BM25 tokenized by {manifest.tokenizer}, this ragprep uses {TOKENIZER_ID}: run `ragprep index`")
+    return warnings
+
+
+def search_index(settings: Settings, query: str, k: int = 10, mode: str | None = None,
+                 variant: str | None = None) -> SearchResult:
+    """Search the ``variant`` index (default ``index.variant``) in ``mode`` (default ``index.mode``)."""
+    mode = check_mode(mode or settings.index.mode)
+    variant = variant or settings.index.variant
+    index = SearchIndex.open(index_folder(settings, variant))
+    manifest = index.manifest
+    warnings = staleness_warnings(manifest, settings)
+    embedder = make_embedder(manifest.embedder, settings, None) if mode != "bm25" else None
+    hits = index.search(query, k, mode, embedder, settings.index.rrf_k, settings.index.rrf_depth)
+    return SearchResult(query=query, mode=mode, k=k, variant=variant, index_version=manifest.version_id,
+                        index_embedder=manifest.embedder_name, warnings=warnings, hits=[h.as_dict() for h in hits])

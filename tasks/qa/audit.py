@@ -1,0 +1,278 @@
+"""QA audit: how good the QA pairs look to the critic, to the rules and to the experts so far.
+
+``audit_pairs(pairs, decisions)`` is a pure function over rows (``QaPairRow`` and the latest
+``ReviewRow`` per QA id) and gives a ``QaAudit``:
+
+- the critic's **predicted usable share** (``critic_usable``) by document, question type and
+  target modality: usable / judged, where *judged* counts the pairs the critic has scored
+  (``None`` share, printed ``-``, when the judge has not run on any pair of the group);
+- **counts** of pairs by status and by flag (a pair counts once under each of its flags;
+  ``(none)`` for pairs without flags);
+- the **review outcomes**: decisions by kind, how many name a pair in these tables, and the
+  **spot checks**: decisions on pairs that were auto-approved (approved, no flags) before an
+  expert looked at them, and the share of those the experts rejected (and edited) — how much
+  the rules let through that experts did not want.
+
+Whether a decided pair was auto-approved is recorded in the review table when the decision is
+applied (``ReviewRow.auto_approved``: a rejected pair leaves ``qa_pairs``, so it cannot be read
+off the pair later). For older review rows without it, a pair still in the tables counts as
+auto-approved when it has no flags; a rejected pair from before then is counted as unknown.
+
+``load_working(root)`` reads the working tables through the ``TableStore``;
+``load_version(root, version, uri)`` reads a dataset version through the DuckDB catalog (a
+version holds only the approved pairs, and the latest decision per pair).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ragprep.report import Report
+from ragprep.storage import Layout
+from ragprep.tables import MissingTablesError, TableStore
+from schemas.qa_pairs import FLAG_CODES, QaPairRow
+from schemas.review import ReviewRow
+
+STATUSES = ("approved", "pending", "rejected")
+DECISION_KINDS = ("approve", "reject", "edit")
+NO_FLAG = "(none)"
+
+
+class UsableShare(BaseModel):
+    """The critic's verdicts over one group of pairs."""
+
+    key: str
+    label: str
+    pairs: int
+    judged: int = Field(description="Pairs with a critic verdict (critic_usable not null).")
+    usable: int
+    share: float | None = Field(description="usable / judged; None when the judge has not run on the group.")
+
+
+class SpotChecks(BaseModel):
+    """Expert decisions on pairs that had been auto-approved."""
+
+    decided: int
+    approved: int
+    rejected: int
+    edited: int
+    rejected_share: float | None = Field(description="rejected / decided; None before any spot check.")
+    rejected_or_edited_share: float | None
+    unknown: int = Field(description="Decisions whose pair's auto-approval cannot be told (older rows, pair gone).")
+
+
+class ReviewOutcomes(BaseModel):
+    decisions: int
+    by_kind: dict[str, int]
+    on_pairs_here: int = Field(description="Decisions naming a pair present in these tables (rejected pairs are not).")
+    spot_checks: SpotChecks
+
+
+class QaAudit(BaseModel):
+    source: str
+    pairs: int
+    judged: int
+    usable: int
+    usable_share: float | None
+    by_document: list[UsableShare]
+    by_question_type: list[UsableShare]
+    by_target_modality: list[UsableShare]
+    by_status: dict[str, int]
+    by_flag: dict[str, int]
+    review: ReviewOutcomes
+
+    def reports(self) -> list[Report]:
+        """The audit as terminal tables: usable shares (three), statuses, flags, review outcomes."""
+        out = [
+            _share_report("document", self.by_document, lead=[self._lead()]),
+            _share_report("question type", self.by_question_type),
+            _share_report("target modality", self.by_target_modality),
+        ]
+        out.append(Report("QA pairs by status", ["status", "pairs"], [[k, v] for k, v in self.by_status.items()]))
+        out.append(Report("QA pairs by flag", ["flag", "pairs"], [[k, v] for k, v in self.by_flag.items()],
+                          notes=["A pair with several flags counts once under each."]))
+        out.append(self._review_report())
+        return out
+
+    def _lead(self) -> str:
+        judged = (f"the critic judged {self.judged}, {_share(self.usable_share)} of them usable" if self.judged
+                  else "the critic (judge stage) has not run on them: usable shares are '-'")
+        return f"QA audit of {self.source}: {self.pairs} pairs; {judged}."
+
+    def _review_report(self) -> Report:
+        r, s = self.review, self.review.spot_checks
+        rows = [[kind, r.by_kind.get(kind, 0)] for kind in DECISION_KINDS]
+        rows += [[kind, n] for kind, n in sorted(r.by_kind.items()) if kind not in DECISION_KINDS]
+        notes = [f"{r.decisions} decisions, {r.on_pairs_here} on pairs in these tables."]
+        if s.decided:
+            notes.append(
+                f"Spot checks: {s.decided} decisions on auto-approved pairs: {s.rejected} rejected "
+                f"({_share(s.rejected_share)}), {s.edited} edited, {s.approved} approved "
+                f"(rejected or edited: {_share(s.rejected_or_edited_share)})."
+            )
+        else:
+            notes.append("Spot checks: no decision on an auto-approved pair yet (rejected share -).")
+        if s.unknown:
+            notes.append(f"{s.unknown} decisions are on pairs whose auto-approval is unknown (older decisions on pairs now gone).")
+        return Report("review outcomes", ["decision", "count"], rows, notes=notes)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _share_report(column: str, rows: Sequence[UsableShare], lead: Sequence[str] = ()) -> Report:
+    return Report(f"critic: predicted usable share by {column}", [column, "pairs", "judged", "usable", "usable share"],
+                  [[r.label, r.pairs, r.judged, r.usable, _share(r.share)] for r in rows], lead=list(lead))
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def critic_usable(pair: object) -> bool | None:
+    """The critic's verdict on a pair, None when the judge has not run (or the column is not there yet)."""
+    value = getattr(pair, "critic_usable", None)
+    return None if value is None else bool(value)
+
+
+def usable_shares(pairs: Iterable[QaPairRow], key: Callable[[QaPairRow], str],
+                  label: Callable[[str], str] = str) -> list[UsableShare]:
+    """The usable share per group of ``key`` (groups sorted by key)."""
+    groups: dict[str, list[bool | None]] = {}
+    for pair in pairs:
+        groups.setdefault(key(pair), []).append(critic_usable(pair))
+    out = []
+    for name in sorted(groups):
+        verdicts = groups[name]
+        judged = sum(v is not None for v in verdicts)
+        usable = sum(v is True for v in verdicts)
+        out.append(UsableShare(key=name, label=label(name), pairs=len(verdicts), judged=judged, usable=usable,
+                               share=_ratio(usable, judged)))
+    return out
+
+
+def _document_labels(pairs: Sequence[QaPairRow]) -> dict[str, str]:
+    """doc_id -> file name, with the doc id added where two documents share a name."""
+    names = {p.doc_id: Path(p.source_path).name for p in pairs}
+    clashes = Counter(names.values())
+    return {d: n if clashes[n] == 1 else f"{n} ({d[:8]})" for d, n in names.items()}
+
+
+def was_auto_approved(decision: ReviewRow, pair: QaPairRow | None) -> bool | None:
+    """Whether a decided pair had been auto-approved: as recorded at apply time, else read off the
+    pair still in the tables (no flags), else unknown."""
+    recorded = getattr(decision, "auto_approved", None)
+    if recorded is not None:
+        return bool(recorded)
+    if pair is None:
+        return None
+    return not pair.flags
+
+
+def spot_checks(decisions: Iterable[ReviewRow], pairs_by_id: dict[str, QaPairRow]) -> SpotChecks:
+    """Decisions on auto-approved pairs and how they went."""
+    kinds: Counter = Counter()
+    unknown = 0
+    for decision in decisions:
+        auto = was_auto_approved(decision, pairs_by_id.get(decision.qa_id))
+        if auto is None:
+            unknown += 1
+        elif auto:
+            kinds[decision.decision] += 1
+    decided = sum(kinds.values())
+    return SpotChecks(decided=decided, approved=kinds["approve"], rejected=kinds["reject"], edited=kinds["edit"],
+                      rejected_share=_ratio(kinds["reject"], decided),
+                      rejected_or_edited_share=_ratio(kinds["reject"] + kinds["edit"], decided), unknown=unknown)
+
+
+def _latest(decisions: Iterable[ReviewRow]) -> list[ReviewRow]:
+    latest: dict[str, ReviewRow] = {}
+    for row in decisions:  # the table is append-only: the last row per QA id wins
+        latest[row.qa_id] = row
+    return list(latest.values())
+
+
+def _flag_counts(pairs: Sequence[QaPairRow]) -> dict[str, int]:
+    counts: Counter = Counter()
+    for pair in pairs:
+        for flag in dict.fromkeys(pair.flags) or [NO_FLAG]:
+            counts[flag] += 1
+    order = [f for f in FLAG_CODES if f in counts] + sorted(f for f in counts if f not in FLAG_CODES and f != NO_FLAG)
+    return {f: counts[f] for f in order + ([NO_FLAG] if NO_FLAG in counts else [])}
+
+
+def audit_pairs(pairs: Sequence[QaPairRow], decisions: Iterable[ReviewRow], source: str = "QA pairs") -> QaAudit:
+    """The audit of ``pairs`` and the review decisions (every stored row; the latest per QA id counts)."""
+    latest = _latest(decisions)
+    by_id = {p.qa_id: p for p in pairs}
+    statuses = Counter(p.status for p in pairs)
+    verdicts = [critic_usable(p) for p in pairs]
+    judged = sum(v is not None for v in verdicts)
+    usable = sum(v is True for v in verdicts)
+    labels = _document_labels(pairs)
+    kinds = Counter(d.decision for d in latest)
+    return QaAudit(
+        source=source,
+        pairs=len(pairs),
+        judged=judged,
+        usable=usable,
+        usable_share=_ratio(usable, judged),
+        by_document=sorted(usable_shares(pairs, lambda p: p.doc_id, lambda d: labels[d]), key=lambda r: (r.label, r.key)),
+        by_question_type=usable_shares(pairs, lambda p: p.question_type),
+        by_target_modality=usable_shares(pairs, lambda p: p.target_modality),
+        by_status={s: statuses.get(s, 0) for s in [*STATUSES, *sorted(set(statuses) - set(STATUSES))]},
+        by_flag=_flag_counts(pairs),
+        review=ReviewOutcomes(
+            decisions=len(latest),
+            by_kind={k: kinds.get(k, 0) for k in [*DECISION_KINDS, *sorted(set(kinds) - set(DECISION_KINDS))]},
+            on_pairs_here=sum(d.qa_id in by_id for d in latest),
+            spot_checks=spot_checks(latest, by_id),
+        ),
+    )
+
+
+def load_working(root: Path) -> tuple[list[QaPairRow], list[ReviewRow]]:
+    """The working ``qa_pairs`` and every stored review decision under ``root``."""
+    store = TableStore(Layout(root))
+    if not store.exists("qa_pairs"):
+        raise MissingTablesError(f"{store.path('qa_pairs')} does not exist; run `ragprep qa --root {root}` first")
+    return store.read("qa_pairs"), store.read("review", optional=True)
+
+
+def _records(con, table: str) -> list[dict]:
+    """A table's rows as dicts without nulls (absent columns take the model's defaults); none when the table is absent."""
+    import duckdb
+
+    try:
+        cursor = con.execute(f"select * from {table}")
+    except duckdb.CatalogException:  # e.g. no review decisions when the version was built
+        return []
+    columns = [d[0] for d in cursor.description]
+    return [{k: v for k, v in zip(columns, row) if v is not None} for row in cursor.fetchall()]
+
+
+def load_version(root: Path, version: str, uri: str | None = None) -> tuple[list[QaPairRow], list[ReviewRow]]:
+    """A dataset version's ``qa_pairs`` and ``review`` (the latest decision per pair), through the DuckDB catalog."""
+    from ragprep.catalog import connect
+
+    con = connect(Layout(root), version, uri)
+    try:
+        pairs = [QaPairRow.model_validate(r) for r in _records(con, "qa_pairs")]
+        decisions = [ReviewRow.model_validate(r) for r in _records(con, "review")]
+    finally:
+        con.close()
+    return pairs, decisions
+
+
+def run_audit(root: Path, version: str | None = None, uri: str | None = None) -> QaAudit:
+    """The audit of the working tables under ``root``, or of dataset ``version``."""
+    if version is None:
+        pairs, decisions = load_working(root)
+        return audit_pairs(pairs, decisions, f"the working tables under {root}")
+    pairs, decisions = load_version(root, version, uri)
+    return audit_pairs(pairs, decisions, f"dataset version {version}")

@@ -1,0 +1,220 @@
+"""judge: a critic scores every QA pair before approval (the rubric in ``shared/QA_RUBRIC.md``).
+
+Four criteria, each scored 1-5 (5 fully meets it, 3 acceptable, 2 or lower fails it), in the
+manner of the critique agents of the RAGAS and DeepEval synthesizers:
+
+- **grounded**: the answer is correct and fully supported by the chunk;
+- **standalone**: a user of the collection understands the question without the chunk;
+- **well_formed**: a grammatical, real question and a complete, sensible answer;
+- **useful**: a question a real user might ask, whose answer is a meaningful fact.
+
+A pair is *usable* when every score is at least ``settings.qa.critic_min_score``. With a
+remote provider the configured LLM scores the pair through the ``judge_qa`` prompt (its JSON
+reply is validated by ``JudgeReply``; a failed or invalid reply leaves the pair pending with the
+flag ``low_quality:judge_failed``). Offline, ``score_offline`` scores it with deterministic rules
+built from the known failure patterns of generated pairs (``tasks.qa.critic_rules``, calibrated on the
+hand-labelled ``tests/data/qa_calibration.jsonl``); its rows say ``provider=heuristic``,
+``model=ragprep-rules-1``: they are rules, not a model.
+
+The judge writes the ``critic_*`` columns and a ``low_quality:<criterion>`` flag (with its
+reason) per failing criterion. Only usable pairs without any flag are auto-approved (when
+``settings.qa.auto_approve``); the rest wait for review, and experts' decisions always win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ragprep.engines.generator import Generator
+from ragprep.prompts import PromptError, PromptTemplate
+from ragprep.settings import Settings
+from schemas.chunks import ChunkRow
+from schemas.documents import DocumentRow
+from schemas.qa_pairs import CRITIC_CRITERIA, LOW_QUALITY, QaPairRow
+from tasks.qa.critic_rules import names_file, normalised_answer, signals
+from tasks.stage import run_items
+
+CRITERIA = CRITIC_CRITERIA
+JUDGE_FAILED = f"{LOW_QUALITY}:judge_failed"
+
+
+@dataclass(frozen=True)
+class PairContext:
+    """Everything the critic sees of one pair."""
+
+    question: str
+    answer: str
+    chunk_markdown: str
+    """The chunk text the pair was generated from (``markdown_v0``, else ``markdown``)."""
+    chunk_title: str
+    file_name: str
+    """The document's file name (never a good handle)."""
+    question_type: str
+    target_modality: str
+    language: str
+    """``en`` | ``ko`` | ``other``."""
+    flags: tuple[str, ...] = ()
+    """Flags already on the pair (``near_duplicate``, ``ambiguous_gold``, ...)."""
+    answer_also_in: int = 0
+    """How many other chunks have a pair with the same answer (normalised): boilerplate or ambiguity."""
+
+
+@dataclass(frozen=True)
+class CriticScores:
+    """The critic's verdict on one pair: four scores 1-5 and one reason per deduction."""
+
+    grounded: int
+    standalone: int
+    well_formed: int
+    useful: int
+    reasons: tuple[str, ...] = ()
+
+    def scores(self) -> dict[str, int]:
+        """Score per criterion, in rubric order."""
+        return {c: getattr(self, c) for c in CRITERIA}
+
+    def failing(self, min_score: int = 3) -> list[str]:
+        """The criteria scored below ``min_score``."""
+        return [c for c, s in self.scores().items() if s < min_score]
+
+    def usable(self, min_score: int = 3) -> bool:
+        """True when every score is at least ``min_score``."""
+        return not self.failing(min_score)
+
+    def reasons_for(self, criterion: str) -> list[str]:
+        """The reasons given for one criterion (without the ``criterion:`` prefix)."""
+        prefix = f"{criterion}:"
+        return [r[len(prefix):].strip() for r in self.reasons if r.startswith(prefix)]
+
+    def as_reply(self) -> dict:
+        """The JSON object a model is asked to reply with (what the offline rule answers)."""
+        return {**self.scores(), "reasons": list(self.reasons)}
+
+
+class JudgeReply(BaseModel):
+    """The critic's reply: a score 1-5 per criterion and short reasons for the deductions."""
+
+    grounded: int = Field(ge=1, le=5)
+    standalone: int = Field(ge=1, le=5)
+    well_formed: int = Field(ge=1, le=5)
+    useful: int = Field(ge=1, le=5)
+    reasons: list[str] = Field(default_factory=list)
+
+
+# --- the offline critic -------------------------------------------------------------------------------
+
+
+def score_offline(ctx: PairContext) -> CriticScores:
+    """The rules' scores: each criterion starts at 5 and is capped by every signal on it; one reason per signal."""
+    found = signals(ctx)
+    scores = dict.fromkeys(CRITERIA, 5)
+    for signal in found:
+        scores[signal.criterion] = min(scores[signal.criterion], signal.score)
+    ordered = sorted(found, key=lambda s: (CRITERIA.index(s.criterion), s.score))
+    reasons = list(dict.fromkeys(f"{s.criterion}: {s.reason}" for s in ordered))
+    if names_file(ctx):
+        reasons.append("names_file: the question contains the file name")
+    return CriticScores(**scores, reasons=tuple(reasons))
+
+
+# --- the step ---------------------------------------------------------------------------------------
+
+
+def answer_spread(pairs: Iterable[QaPairRow]) -> dict[str, set[str]]:
+    """Per normalised answer, the chunks that have a pair giving it."""
+    spread: dict[str, set[str]] = {}
+    for pair in pairs:
+        spread.setdefault(normalised_answer(pair.answer), set()).add(pair.chunk_id)
+    return spread
+
+
+def pair_context(pair: QaPairRow, chunk: ChunkRow | None, file_name: str, also_in: int = 0) -> PairContext:
+    """What the critic sees of a pair: its question and answer, its chunk and the flags already on it."""
+    markdown = (chunk.markdown_v0 or chunk.markdown) if chunk is not None else ""
+    return PairContext(
+        question=pair.question, answer=pair.answer, chunk_markdown=markdown, chunk_title=chunk.title if chunk else "",
+        file_name=file_name, question_type=pair.question_type, target_modality=pair.target_modality,
+        language=pair.language, flags=tuple(f for f in pair.flags if not f.startswith(f"{LOW_QUALITY}:")), answer_also_in=also_in,
+    )
+
+
+def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, str | None], failure: str | None,
+            settings: Settings) -> QaPairRow:
+    """The pair with the critic's columns, its ``low_quality`` flags and its status."""
+    flags = [f for f in pair.flags if not f.startswith(f"{LOW_QUALITY}:")]
+    reasons = [r for r in pair.flag_reasons if not r.startswith(f"{LOW_QUALITY}:")]
+    update: dict = {"critic_provider": provider["provider"], "critic_model": provider["model"], "critic_prompt": provider["prompt"]}
+    if scores is None:
+        flags.append(JUDGE_FAILED)
+        reasons.append(f"{JUDGE_FAILED}: {failure or 'no reply'}")
+        update |= {f"critic_{c}": None for c in CRITERIA} | {"critic_usable": None, "critic_reasons": []}
+    else:
+        minimum = settings.qa.critic_min_score
+        for criterion in scores.failing(minimum):
+            why = "; ".join(scores.reasons_for(criterion)) or "scored low"
+            flags.append(f"{LOW_QUALITY}:{criterion}")
+            reasons.append(f"{LOW_QUALITY}:{criterion}: {getattr(scores, criterion)}/5: {why}")
+        update |= {f"critic_{c}": s for c, s in scores.scores().items()}
+        update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
+    approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
+    status = pair.status if pair.review_decision else ("approved" if approved else "pending")
+    return pair.model_copy(update=update | {"flags": flags, "flag_reasons": reasons, "status": status})
+
+
+async def judge_pair(ctx: PairContext, pair: QaPairRow, settings: Settings, generator: Generator, prompt: PromptTemplate) -> QaPairRow:
+    """One pair judged by the configured LLM (offline: by ``score_offline``)."""
+    generation = await generator.generate(
+        "judge_qa",
+        prompt,
+        {
+            "question": ctx.question, "answer": ctx.answer, "chunk_markdown": ctx.chunk_markdown, "chunk_title": ctx.chunk_title,
+            "file_name": ctx.file_name, "question_type": ctx.question_type, "target_modality": ctx.target_modality,
+            "language": ctx.language, "flags": list(ctx.flags),
+        },
+        heuristic=lambda: score_offline(ctx).as_reply(),
+        output_model=JudgeReply,
+    )
+    provider = {"provider": generation.provider, "model": generation.model, "prompt": generation.prompt_ref}
+    if generation.data is None:
+        return verdict(pair, None, provider, generation.flag or "no usable reply", settings)
+    reply = JudgeReply.model_validate(generation.data)
+    scores = CriticScores(
+        grounded=reply.grounded, standalone=reply.standalone, well_formed=reply.well_formed, useful=reply.useful,
+        reasons=tuple(str(r).strip() for r in reply.reasons if str(r).strip()),
+    )
+    return verdict(pair, scores, provider, None, settings)
+
+
+async def judge_pairs(
+    pairs: Sequence[QaPairRow],
+    chunks: Sequence[ChunkRow],
+    documents: Sequence[DocumentRow],
+    settings: Settings,
+    generator: Generator,
+    prompt: PromptTemplate,
+    on_done: Callable[[object], None] | None = None,
+) -> list[QaPairRow]:
+    """Every pair scored by the critic (concurrently), with its ``critic_*`` columns, flags and status, in input order.
+
+    A pair whose judging raised is kept pending with ``low_quality:judge_failed``; the run goes on."""
+    by_chunk = {c.chunk_id: c for c in chunks}
+    file_names = {d.doc_id: d.file_name or Path(d.path).name for d in documents}
+    spread = answer_spread(pairs)
+
+    async def judge(pair: QaPairRow) -> QaPairRow:
+        also_in = len(spread.get(normalised_answer(pair.answer), set()) - {pair.chunk_id})
+        name = file_names.get(pair.doc_id) or Path(pair.source_path).name
+        ctx = pair_context(pair, by_chunk.get(pair.chunk_id), name, also_in)
+        try:
+            return await judge_pair(ctx, pair, settings, generator, prompt)
+        except PromptError:
+            raise  # the template and its variables disagree: a bug for every pair, not one pair's bad luck
+        except Exception as exc:  # one pair's bug must not abort the run
+            provider = {"provider": generator.provider, "model": generator.model, "prompt": generator.prompt_label(prompt)}
+            return verdict(pair, None, provider, f"{type(exc).__name__}: {exc}", settings)
+
+    return await run_items(pairs, judge, on_done)

@@ -1,0 +1,52 @@
+"""Loading what evaluation and the exports use: the configured embedder (re-exported from
+``ragprep.engines.embedders``, so tests can replace it in one place per stage) and the latest trained models.
+
+A trained query adapter belongs to the embedder it was trained on: one trained on another
+embedder (another name in its card) is not applied. The trained re-ranker is the newest of
+the cross-encoder (``[train]`` extra; skipped with a note when sentence-transformers is not
+installed) and the linear one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragprep.engines.embedder import Embedder
+from ragprep.engines.embedders import configured_embedder
+from ragprep.storage import Layout
+from tasks.train.models import ADAPTER, CROSS_ENCODER, LINEAR_RERANKER, StoredModel, latest_model
+from tasks.train.reranker import LinearReranker, LogisticModel, Reranker
+
+__all__ = ["configured_embedder", "trained_adapter", "trained_reranker"]
+
+
+def trained_adapter(layout: Layout, embedder_name: str) -> tuple[np.ndarray, dict] | None:
+    """(weights, card) of the latest query adapter trained on ``embedder_name``; None when there is none."""
+    model = latest_model(layout, ADAPTER)
+    if model is None or model.card.get("embedder") != embedder_name:
+        return None
+    return np.load(model.path / "adapter.npy"), model.card
+
+
+def _newest(*models: StoredModel | None) -> StoredModel | None:
+    present = [m for m in models if m is not None]
+    return max(present, key=lambda m: m.card.get("created_at", "")) if present else None
+
+
+def trained_reranker(layout: Layout, embedder: Embedder) -> tuple[Reranker, dict] | None:
+    """The newest trained re-ranker and its card (None when none was trained, or only one this install cannot load)."""
+    linear = latest_model(layout, LINEAR_RERANKER)
+    if linear is not None and linear.card.get("embedder") != embedder.name:
+        linear = None
+    cross = latest_model(layout, CROSS_ENCODER)
+    if cross is not None:
+        from tasks.train.st import CrossEncoderReranker, sentence_transformers_missing
+
+        if sentence_transformers_missing() is None:
+            if _newest(linear, cross) is cross:
+                return CrossEncoderReranker(cross.path, cross.model_id), cross.card
+        elif linear is None:
+            return None
+    if linear is None:
+        return None
+    return LinearReranker(embedder, LogisticModel.load(linear.path), linear.model_id), linear.card

