@@ -21,6 +21,7 @@ from rich.table import Table
 from ragprep import __version__
 from ragprep.catalog import CatalogError, run_query, to_csv, to_json
 from ragprep.errors import RagprepError
+from ragprep.offline import disable_vendor_telemetry
 from ragprep.settings import MAX_WORKERS, Settings, build_settings
 from ragprep.storage import Layout
 
@@ -74,13 +75,13 @@ def main(
     ] = False,
 ) -> None:
     """ragprep: on-premise document-to-RAG-corpus pipeline."""
+    disable_vendor_telemetry()  # before any command imports PyMuPDF (onnxruntime), Prefect or GX
     _widen_for_pipes()
 
 
 def quiet_prefect_environment() -> None:
-    """Defaults for a local Prefect run: no telemetry (nothing leaves the premises)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
+    """A local Prefect run sends no telemetry (nothing leaves the premises): ``ragprep.offline``."""
+    disable_vendor_telemetry()
 
 
 def _prepare() -> None:

@@ -1,8 +1,8 @@
 """Shared set-up of the downstream tests (evaluate, export train, train): one small published version of sample_docs.
 
 ``sample_version(tmp_path_factory)`` ingests sample_docs/ (OCR off), runs correct, headers, qa,
-judge, quotes and negatives, and builds a dataset version — once per test session; each test
-gets a private copy of that root. ``HashingEmbedder`` is a fast, deterministic stand-in for
+judge, quotes and negatives, builds a dataset version and evaluates it once (which fills the
+passage-vector cache) — once per test session; each test gets a private copy of that root. ``HashingEmbedder`` is a fast, deterministic stand-in for
 the embedder (hashed word counts) for tests that check bookkeeping rather than retrieval quality.
 """
 
@@ -19,6 +19,7 @@ import numpy as np
 from ragprep.settings import Settings
 from tasks.dataset.versions import build_version
 from tasks.enrich.run import run_correct, run_headers
+from tasks.evaluate.retrieval import EvalOptions, run_evaluate
 from tasks.mmdoc.run import run_negatives, run_quotes
 from tasks.qa import run as qa_run
 from tests.conftest import SAMPLE_DOCS, ingest_into
@@ -40,6 +41,8 @@ def sample_version(tmp_path_factory) -> Path:
         run_negatives(settings)
         result = build_version(settings)
         assert result.published, result
+        # warm the passage cache (chunk texts and their windows) that every copy of the root takes along
+        run_evaluate(settings, None, EvalOptions(rerank_depth=10, trained=False))
         _BUILT["root"] = root
     return _BUILT["root"]
 

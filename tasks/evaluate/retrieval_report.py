@@ -88,7 +88,7 @@ def table5(summary: EvaluationSummary, group_kind: str = "doc_type", group: str 
         title=f"Table 5 — header Ver.0 vs Ver.1, {scope} (n = {n})",
         columns=["retriever", "encoder", "re-ranker", "text", *(LABELS[m] for m in metrics)],
         rows=rows,
-        notes=[] if rows else [f"no {scope} in the test split of this version"],
+        notes=[] if rows else [f"no {scope} among the {_scope(summary)} questions of this version"],
     )
 
 
@@ -129,7 +129,7 @@ def lead_lines(summary: EvaluationSummary) -> list[str]:
         + ", ".join(filter(None, [summary.embedder_reranker and f"embedder = {summary.embedder_reranker}",
                                    summary.reranker and f"trained = {summary.reranker.get('kind')} {summary.reranker.get('model_id')}"]))
         + (f", depth {summary.options.get('rerank_depth')}." if summary.embedder_reranker else "none."),
-        f"**Leak diagnostic**: {leak.names_file} of {leak.questions} test questions ({100 * leak.share(leak.names_file):.0f}%) "
+        f"**Leak diagnostic**: {leak.names_file} of {leak.questions} questions ({100 * leak.share(leak.names_file):.0f}%) "
         f"contain their gold chunk's file name, {leak.names_title} ({100 * leak.share(leak.names_title):.0f}%) its title, "
         f"{leak.names_either} ({100 * leak.share(leak.names_either):.0f}%) either; the breakdown shows both groups.",
     ]
@@ -145,7 +145,7 @@ def notes(summary: EvaluationSummary) -> list[str]:
     out = ["MAP@k, MRR@10, R@k and S@k are defined in tasks/evaluate/ranking.py; with one gold chunk per question "
            "MAP@1 = S@1, MAP@k = MRR@k (k >= 1) and R@k = S@k."]
     if summary.test_questions < 50:
-        out.append(f"Only {summary.test_questions} test questions: one question moves a metric by "
+        out.append(f"Only {summary.test_questions} questions: one question moves a metric by "
                    f"{1 / summary.test_questions:.3f}; read differences smaller than that as noise.")
     return out
 

@@ -191,12 +191,15 @@ def _train_linear_reranker(settings: Settings, snapshot: Snapshot, export: Path,
         x_val, _ = _pair_data(val_lines, snapshot, features)
         metrics |= {"val_gold_first": gold_first_share(model.decision(x_val), val_lines),
                     "val_gold_first_cosine": gold_first_share(x_val[:, 1], val_lines)}
+    notes = ["gold_first: share of questions whose gold outscores its sampled negatives "
+             "(gold_first_cosine: the same for the embedder's best window cosine alone)"]
+    if val_lines and metrics["val_gold_first"] <= metrics["val_gold_first_cosine"]:
+        notes.append(f"on val ({len(val_lines)} pairs) the trained re-ranker does not beat the embedder's cross-score")
     model_id = stable_id(LINEAR_RERANKER, snapshot.version_id, embedder.name, steps or settings.train.reranker_steps)
     card = _card(LINEAR_RERANKER, model_id, snapshot, embedder=embedder.name, features=list(PairFeatures.NAMES),
                  weights=dict(zip(PairFeatures.NAMES, model.weights.tolist())), steps=steps or settings.train.reranker_steps,
                  counts={"train_pairs": len(train_lines), "val_pairs": len(val_lines)}, metrics=metrics, export=str(export),
-                 notes=["gold_first: share of questions whose gold outscores its sampled negatives "
-                        "(gold_first_cosine: the same for the embedder's best window cosine alone)"])
+                 notes=notes)
     stored = save_model(Layout(settings.root), LINEAR_RERANKER, model_id, card, model.save)
     return TrainReport(kind=LINEAR_RERANKER, model_id=model_id, path=str(stored.path), version_id=snapshot.version_id, card=card)
 

@@ -1,0 +1,1 @@
+"""Reliability and security cases (issue 15): each fault measured, its outcome asserted."""
