@@ -2,11 +2,15 @@
 # Installs the Debian packages ragprep uses (Tesseract with Korean and English models)
 # when they are missing and we are root; otherwise prints the exact command and carries
 # on: ragprep then runs with OCR marked unavailable on every row that needed it.
-# With --browser it also installs Debian's chromium for the review report's browser test.
+# With --browser (`make test`) it also installs the test-only tools: Debian's chromium for the review
+# report's browser test and strace for the no-outbound-network test (tests/reliability/).
 set -u
 missing=()
 if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ]; then
   missing+=(chromium)
+fi
+if [ "${1:-}" = "--browser" ] && ! command -v strace >/dev/null 2>&1; then
+  missing+=(strace)
 fi
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
 if command -v tesseract >/dev/null 2>&1; then
@@ -25,6 +29,6 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     || { echo "apt-get failed (see /tmp/ragprep-apt.log); OCR will be marked unavailable"; exit 0; }
 else
   echo "OCR needs: sudo apt-get update && sudo $cmd"
-  echo "continuing without it: OCR will be marked unavailable (and browser tests skipped)"
+  echo "continuing without it: OCR will be marked unavailable (and browser and strace tests skipped)"
 fi
 exit 0
