@@ -8,7 +8,9 @@ One protocol, two backends:
   the region); page headers and footers are dropped; consecutive list items of one
   column are merged into one list region. A page with images or drawings on which the
   model finds no region (a scan) becomes one full-page figure region, so its OCR text is
-  still a quote.
+  still a quote. The model runs on onnxruntime, which ``import pymupdf`` already loads;
+  it is pinned below 1.29, whose Linux wheels carry Microsoft's telemetry uploader
+  (``ragprep/offline.py``).
 - ``mineru``: MinerU's ``pipeline`` backend, run as the ``mineru`` command, read back
   from its ``*_content_list.json``. Used only when asked for; when the command or its
   models are missing it raises ``LayoutBackendUnavailable`` naming what is missing —

@@ -194,8 +194,12 @@ class Comparison(BaseModel):
     moves: list[MetricMove]
     common_questions: int
 
-    def report(self, metrics: Sequence[str] = METRICS) -> Report:
-        """One row per variant: the new value and its change from the old version."""
+    def report(self, metrics: Sequence[str] | None = None) -> Report:
+        """One row per variant: the new value and its change from the old version (R@k only where it differs from S@k)."""
+        if metrics is None:
+            differs = any(m.old.get(f"recall_{k}") != m.old.get(f"success_{k}") or m.new.get(f"recall_{k}") != m.new.get(f"success_{k}")
+                          for m in self.moves for k in (1, 5, 10))
+            metrics = TABLE_METRICS + (RECALL if differs else ())
         rows = []
         for m in self.moves:
             cells = []

@@ -75,21 +75,37 @@ def _is_local(address: str) -> bool:
     return ip.is_loopback or ip.is_unspecified or bool(mapped and mapped.is_loopback)
 
 
+CALL = re.compile(r"^(\d+)\s+(connect|sendto|sendmsg|sendmmsg)\((\d+),")
+"""pid, call and socket of an strace line (``-f`` writes the pid first)."""
+
+
 def offending(lines: list[str], resolvers: set[str]) -> tuple[list[str], list[str]]:
-    """(DNS traffic, other non-loopback connections) among strace lines; DNS to a loopback stub counts too."""
+    """(DNS traffic, other non-loopback connections) among strace lines. DNS is anything to port 53 (a
+    loopback stub resolver included), to a nameserver or systemd-resolved's socket, and what is then sent
+    on a socket connected so (the queries themselves, which name the host)."""
     dns: list[str] = []
     outbound: list[str] = []
+    dns_sockets: set[tuple[str, str]] = set()
     for line in lines:
-        if any(socket in line for socket in RESOLVER_SOCKETS):
+        call = CALL.match(line)
+        socket = (call.group(1), call.group(3)) if call else None
+        if call and call.group(2) == "connect":
+            dns_sockets.discard(socket)  # a file descriptor is reused once closed
+        elif socket in dns_sockets:
             dns.append(line)
             continue
+        verdict = "dns" if any(name in line for name in RESOLVER_SOCKETS) else None
         for port, address in INET.findall(line) + INET6.findall(line):
             if port == "53" or address in resolvers:
-                dns.append(line)
-                break
-            if not _is_local(address):
-                outbound.append(line)
-                break
+                verdict = "dns"
+            elif not _is_local(address):
+                verdict = verdict or "outbound"
+        if verdict == "dns":
+            dns.append(line)
+            if call and call.group(2) == "connect":
+                dns_sockets.add(socket)
+        elif verdict == "outbound":
+            outbound.append(line)
     return dns, outbound
 
 
@@ -121,7 +137,7 @@ def test_the_checker_flags_dns_and_remote_hosts_and_nothing_local():
         '12 connect(3, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT (No such file or directory)',
     ]
     dns, outbound = offending(lines, {"10.255.255.53"})
-    assert dns == [lines[0], lines[2], lines[3], lines[4], lines[7]]
+    assert dns == [lines[0], lines[1], lines[2], lines[3], lines[4], lines[7]]  # the query on the connected socket too
     assert outbound == [lines[5], lines[6]]
 
 
