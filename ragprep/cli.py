@@ -103,6 +103,15 @@ def _guarded(call):
         raise typer.Exit(2) from exc
 
 
+def _warned_or_json(result, as_json: bool) -> bool:
+    """Print a result's warnings to stderr; with ``--json`` print the result and return True (nothing else to show)."""
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    return as_json
+
+
 def _print_report(report) -> None:
     """A summary's report: its lead lines, its table, its notes (the flows publish the same report)."""
     for line in report.lead:
@@ -576,17 +585,9 @@ def search(
     settings = _settings(root)
     from tasks.index.search import search_index
 
-    try:
-        result = search_index(settings, query, k, mode.value if mode else None, variant.value if variant else None)
-    except (FileNotFoundError, RagprepError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    for warning in result.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}")
-    if as_json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-        return
-    _print_report(result.report())
+    result = _guarded(lambda: search_index(settings, query, k, mode.value if mode else None, variant.value if variant else None))
+    if not _warned_or_json(result, as_json):
+        _print_report(result.report())
 
 
 # -- evaluate, export train, train ---------------------------------------------------------------
@@ -730,15 +731,8 @@ def ask(
     settings = _settings(root)
     from tasks.refmatch.ask import ask as ask_question
 
-    try:
-        result = ask_question(settings, question, k, variant.value if variant else None)
-    except (FileNotFoundError, RagprepError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    for warning in result.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}")
-    if as_json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    result = _guarded(lambda: ask_question(settings, question, k, variant.value if variant else None))
+    if _warned_or_json(result, as_json):
         return
     for line in result.lines():
         console.print(line, markup=False, highlight=False)
