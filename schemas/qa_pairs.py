@@ -28,6 +28,7 @@ FLAG_CODES = (
     "too_long",
     "language_mismatch",
     "generic_question",
+    "suspicious_content",
     "generation_failed",
     "ambiguous_gold",
     *LOW_QUALITY_FLAGS,

@@ -21,6 +21,36 @@ _GENERIC_RE = re.compile(
 _NAMED_RE = re.compile(r"\"[^\"]{3,}\"|'[^']{3,}'|\b\w+\.(pptx|pdf)\b|[A-Z]{2,}-?\d")
 
 
+_MARKUP_RE = re.compile(
+    r"</?[a-z][a-z0-9-]*(?:\s[^<>]*)?/?>"  # an HTML/XML tag: <script>, </b>, <img src=x onerror=...>
+    r"|\bjavascript\s*:|\bdata:text/html|\bon[a-z]{3,}\s*=\s*['\"]?\w"  # script URLs, event handlers
+    r"|\{\{.*?\}\}|\{%.*?%\}|<%.*?%>"  # template directives
+    r"|!\[[^\]]*\]\(\s*https?://",  # a Markdown image that would load from elsewhere
+    re.IGNORECASE | re.DOTALL,
+)
+_INSTRUCTION_RE = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b[^.?!\n]{0,40}\b(?:previous|prior|above|earlier|all|any|your|the)\b"
+    r"[^.?!\n]{0,30}\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b"
+    r"|\b(?:system|developer) (?:prompt|message|instructions?)\b"
+    r"|\byou are (?:now|no longer) (?:a|an|the|in)\b|\bact as (?:a|an) (?:different|unrestricted)\b|\bjailbreak"
+    r"|\bas an ai (?:language )?model\b"
+    r"|(?:이전|위의|앞의|모든)\s*(?:지시|지침|명령|프롬프트)[^.?!\n]{0,12}(?:무시|잊)",
+    re.IGNORECASE,
+)
+
+
+def suspicious_content(text: str) -> str | None:
+    """Why ``text`` looks like markup or an instruction to a model rather than document content, or None.
+
+    Such text in a question or answer (an injected slide, a hostile PDF, a model echoing its prompt)
+    must not reach a training set unread: the pair is flagged and waits for review."""
+    if match := _MARKUP_RE.search(text):
+        return f"markup {match.group(0)[:40]!r}"
+    if match := _INSTRUCTION_RE.search(text):
+        return f"instruction-like text {match.group(0)[:60]!r}"
+    return None
+
+
 def language_of(text: str) -> str:
     """``ko`` when Hangul makes up at least 20% of the letters, else ``en`` when there are Latin letters, else ``other``."""
     hangul = sum("\uac00" <= ch <= "\ud7a3" for ch in text)
@@ -83,6 +113,10 @@ def pair_flags(question: str, answer: str, chunk_markdown: str, settings: Settin
         flags.append(("language_mismatch", f"question is {question_language}, chunk is {chunk_language}"))
     if _GENERIC_RE.search(question) and not _NAMED_RE.search(question):
         flags.append(("generic_question", "refers to 'this slide/document' without naming what it asks about"))
+    reasons = [f"{part}: {why}" for part, text in (("question", question), ("answer", answer))
+               if (why := suspicious_content(text))]
+    if reasons:
+        flags.append(("suspicious_content", "; ".join(reasons)))
     return flags
 
 
