@@ -41,6 +41,11 @@ def make_bad_inputs(folder: Path) -> dict[str, str]:
     (folder / "locked.pptx").write_bytes(encrypted.getvalue())
     expected["locked.pptx"] = "password-protected (encrypted)"
 
+    (folder / "really_a_pdf.pptx").write_bytes((SAMPLE_DOCS / "textbook_vehicle_safety.pdf").read_bytes())
+    expected["really_a_pdf.pptx"] = "not a PowerPoint deck but a PDF; rename it to .pdf"
+    (folder / "really_a_deck.pdf").write_bytes(deck)
+    expected["really_a_deck.pdf"] = "not a PDF but a zip archive (a .pptx or other Office file?)"
+
     (folder / "minutes.docx").write_bytes(b"PK\x03\x04 not handled")
     expected["minutes.docx"] = "unsupported file type '.docx'"
     return expected

@@ -9,6 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.ingest import ingest_flow
+from ragprep.settings import Settings
+from ragprep.storage import Layout
 from tests.bad_inputs import make_bad_inputs
 from tests.conftest import SAMPLE_DOCS, needs_tesseract
 
@@ -78,11 +80,28 @@ def test_ingest_flow_end_to_end(prefect_server, inputs, tmp_path):
     assert len(read(root, "runs")) == 2
 
 
-def test_flow_with_only_bad_files_completes(prefect_server, inputs, tmp_path):
+def test_flow_with_only_bad_files_ends_failed(prefect_server, inputs, tmp_path):
+    """Every document failed: the summary is published and written, then the flow run ends Failed with the reason."""
     folder, expected_failures = inputs
-    summary = ingest_flow(paths=[str(folder / "bad")], root=str(tmp_path / "out"), workers=3, ocr=False)
-    assert summary.run.n_failed == summary.run.n_documents == len(expected_failures)
+    state = ingest_flow(paths=[str(folder / "bad")], root=str(tmp_path / "out"), workers=3, ocr=False, return_state=True)
+    assert state.is_failed()
+    assert "NothingIngestedError" in state.message and f"every document failed ({len(expected_failures)} of" in state.message
+    assert str(folder / "bad") in state.message and "fix or remove those files" in state.message
     assert read(tmp_path / "out", "chunks") == []
+    assert {d["status"] for d in read(tmp_path / "out", "documents")} == {"failed"}
+    [artifact] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "ingest-summary"))
+    assert "password-protected PDF" in str(artifact.data)
+
+
+def test_flow_over_empty_folder_ends_failed(prefect_server, tmp_path):
+    """At 02:00 an unmounted share (an empty mount point) must not look like success."""
+    (tmp_path / "share").mkdir()
+    state = ingest_flow(paths=[str(tmp_path / "share")], root=str(tmp_path / "out"), ocr=False, return_state=True)
+    assert state.is_failed()
+    assert f"no documents found under {tmp_path / 'share'}" in state.message
+    assert "check that the folder is mounted" in state.message
+    [artifact] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "ingest-summary"))
+    assert artifact.description.startswith("ingest: 0 documents")
 
 
 def test_duplicate_content_is_ingested_once(prefect_server, tmp_path):
@@ -91,10 +110,55 @@ def test_duplicate_content_is_ingested_once(prefect_server, tmp_path):
     (tmp_path / "in" / "a.pptx").write_bytes(deck)
     (tmp_path / "in" / "b.pptx").write_bytes(deck)
     summary = ingest_flow(paths=[str(tmp_path / "in")], root=str(tmp_path / "out"), ocr=False)
-    statuses = {d.file_name: (d.status, d.error) for d in summary.documents}
-    assert statuses["a.pptx"] == ("ok", None)
-    assert statuses["b.pptx"][0] == "failed" and "identical content to" in statuses["b.pptx"][1]
+    statuses = {d.file_name: (d.status, d.error, d.duplicate_of) for d in summary.documents}
+    first = str(tmp_path / "in" / "a.pptx")
+    assert statuses["a.pptx"] == ("ok", None, None)
+    assert statuses["b.pptx"] == ("duplicate", f"b.pptx: identical content to {first}; ingested once, under that path", first)
+    assert (summary.run.n_ok, summary.run.n_duplicate, summary.run.n_failed) == (1, 1, 0)
+    assert "1 failed" not in summary.headline() and "1 duplicate" in summary.headline()
     assert len(read(tmp_path / "out", "chunks")) == 4
+
+
+def test_incremental_runs_record_changes(prefect_server, tmp_path):
+    """new | changed | unchanged | removed | failed per document, in documents.parquet, the ingest-summary artifact
+    and the headline; removed documents leave the next dataset version."""
+    from tasks.dataset.versions import assemble_version_tables
+
+    folder = tmp_path / "in"
+    shutil.copytree(SAMPLE_DOCS, folder, ignore=shutil.ignore_patterns("*.py", "*.md"))
+    root = tmp_path / "out"
+    first = ingest_flow(paths=[str(folder)], root=str(root), ocr=False)
+    assert {d.change for d in first.documents} == {"new"} and "6 new, 0 changed, 0 unchanged" in first.headline()
+
+    (folder / "meeting_notes_weekly_safety.pptx").unlink()  # removed
+    shutil.copy(SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx", folder / "renamed_notes.pptx")  # new (known bytes)
+    shutil.copy(SAMPLE_DOCS / "crash_report_side_pole.pptx", folder / "crash_report_rear_whiplash.pptx")  # changed
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7 truncated")  # failed
+    state = ingest_flow(paths=[str(folder)], root=str(root), ocr=False, return_state=True)
+    summary = state.result()
+    changes = {d["file_name"]: (d["status"], d["change"]) for d in read(root, "documents")}
+    assert changes == {
+        "broken.pdf": ("failed", "failed"),
+        "crash_report_frontal_offset.pptx": ("ok", "unchanged"),
+        "crash_report_rear_whiplash.pptx": ("ok", "changed"),
+        "crash_report_side_pole.pptx": ("duplicate", "unchanged"),
+        "meeting_notes_ko_design_review.pptx": ("ok", "unchanged"),
+        "meeting_notes_weekly_safety.pptx": ("removed", "removed"),
+        "renamed_notes.pptx": ("ok", "new"),
+        "textbook_vehicle_safety.pdf": ("ok", "unchanged"),
+    }
+    assert "1 new, 1 changed, 4 unchanged, 1 removed, 1 failed" in summary.headline()
+    assert (summary.run.n_documents, summary.run.n_removed) == (7, 1)
+    [artifact] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "ingest-summary"))
+    assert "1 new, 1 changed, 4 unchanged, 1 removed, 1 failed" in artifact.description
+    assert "removed" in str(artifact.data) and "unchanged" in str(artifact.data)
+
+    version = assemble_version_tables(Layout(root), Settings(root=root))
+    kept = {d["file_name"] for d in version["documents"].to_pylist()}
+    assert "meeting_notes_weekly_safety.pptx" not in kept and "renamed_notes.pptx" in kept
+
+    third = ingest_flow(paths=[str(folder)], root=str(root), ocr=False)  # a removal is reported once
+    assert third.run.n_removed == 0 and "meeting_notes_weekly_safety.pptx" not in {d.file_name for d in third.documents}
 
 
 def test_pipeline_flow_publishes_stage_artifacts(prefect_server, tmp_path):
@@ -117,3 +181,10 @@ def test_pipeline_flow_publishes_stage_artifacts(prefect_server, tmp_path):
     [gate] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "quality-gate"))
     assert "quality gate passed, published" in gate.description
     assert '"result": "pass"' in gate.data and "FAIL" not in gate.data
+    [run_summary] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "run-summary"))
+    assert "**documents:** 1 found: 1 new, 0 changed, 0 unchanged, 0 removed; 1 ok, 0 partial, 0 failed" in run_summary.data
+    assert f"**dataset:** version {summary.dataset.version_id} published (LATEST)" in run_summary.data
+    approved = sum(p["status"] == "approved" for p in read(tmp_path / "out", "qa_pairs"))
+    assert f"({approved} approved," in run_summary.data and approved > 0
+    assert "**review report:**" in run_summary.data and "**quality page:**" in run_summary.data
+    assert "file://" not in run_summary.data and ".staging" not in run_summary.data

@@ -22,7 +22,7 @@ from ragprep.engines.generator import Generator
 from ragprep.prompts import PromptTemplate
 from ragprep.settings import HeaderSettings
 from schemas.chunks import ChunkRow
-from schemas.documents import DocumentRow
+from schemas.documents import USABLE_STATUSES, DocumentRow
 from schemas.elements import ElementRow
 from schemas.headers import HeaderField, HeaderRow
 from schemas.review import HeaderReviewRow
@@ -150,7 +150,7 @@ def type_by_content(
 ) -> DocumentRow:
     """A deck no file-name rule typed becomes a ``test_report`` when its first slides carry enough header
     fields read from tables, key-value lines or label/value boxes (the reason is recorded)."""
-    if document.doc_type != "other" or document.format != "pptx" or document.status == "failed":
+    if document.doc_type != "other" or document.format != "pptx" or document.status not in USABLE_STATUSES:
         return document
     strong = {c.field for c in header_candidates(slides, "", rules.labels) if c.confidence >= CONFIDENCE["boxes"]}
     if len(strong) < rules.report_min_fields:
@@ -179,7 +179,7 @@ async def extract_headers(
     slides = {d.doc_id: first_slides(by_doc.get(d.doc_id, []), elements_by_doc.get(d.doc_id, []), rules.n_slides)
               for d in documents}
     typed = [type_by_content(d, slides[d.doc_id], rules) for d in documents]
-    reports = [d for d in typed if d.doc_type == "test_report" and d.status != "failed"]
+    reports = [d for d in typed if d.doc_type == "test_report" and d.status in USABLE_STATUSES]
     headers = await run_items(reports, lambda d: extract_header_row(d, slides[d.doc_id], rules, generator, prompt))
     return typed, headers
 

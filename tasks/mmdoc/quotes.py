@@ -98,8 +98,9 @@ def cached_pdf_quotes(
 ) -> tuple[list[QuoteRow], bool]:
     """(quotes, reused): read from ``parts/quotes/`` when this document was done with these settings."""
     part = ctx.layout.quotes_part(document.doc_id, quote_fingerprint(settings, backend.name))
-    if part.exists():
-        return TableStore.read_part_rows(part, "quotes"), True
+    cached = TableStore.read_cached_part(part, "quotes")  # None: never done, or unreadable (warned; recomputed)
+    if cached is not None:
+        return cached, True
     rows = pdf_quotes(document, backend, ctx, settings.quotes.crop_dpi, settings.ocr.max_side_px)
     part.parent.mkdir(parents=True, exist_ok=True)
     staged = part.with_name(f".{part.name}.tmp")

@@ -155,6 +155,8 @@ def _check_header(path: Path) -> None:
         head = handle.read(1024)
     if not head:
         raise DocumentError(f"{path.name}: empty file (0 bytes)")
+    if head.startswith(b"PK\x03\x04") and b"%PDF-" not in head:
+        raise DocumentError(f"{path.name}: not a PDF but a zip archive (a .pptx or other Office file?); rename it to its real type")
     if b"%PDF-" not in head:
         raise DocumentError(f"{path.name}: not a PDF (no %PDF- header in the first 1 KiB)")
 

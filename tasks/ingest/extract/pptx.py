@@ -23,7 +23,9 @@ from pptx.oxml.ns import qn
 
 from ragprep import __version__
 from ragprep.ids import element_id_for
+from ragprep.settings import LimitsSettings
 from schemas.elements import ElementRow
+from tasks.ingest.extract.archive import check_archive
 from tasks.ingest.extract.base import (
     DocumentError,
     ExtractContext,
@@ -70,20 +72,24 @@ class _Placed:
     children: list[_Placed] = field(default_factory=list)
 
 
-def _open_presentation(path: Path):
+def _open_presentation(path: Path, limits: LimitsSettings):
     with open(path, "rb") as handle:
         head = handle.read(8)
     if not head:
         raise DocumentError(f"{path.name}: empty file (0 bytes)")
+    if head.startswith(b"%PDF-"):
+        raise DocumentError(f"{path.name}: not a PowerPoint deck but a PDF; rename it to .pdf")
     if head == OLE_MAGIC:
         raise DocumentError(
             f"{path.name}: password-protected (encrypted) or legacy binary PowerPoint file; "
             "remove the password or re-save it as .pptx"
         )
+    check_archive(path, limits)  # before python-pptx reads every member into memory
     try:
         return Presentation(str(path))
     except (zipfile.BadZipFile, PackageNotFoundError, EOFError) as exc:
-        raise DocumentError(f"{path.name}: not a readable PPTX (corrupt or truncated zip archive)") from exc
+        detail = f": {exc}" if isinstance(exc, zipfile.BadZipFile) and "CRC" in str(exc) else ""
+        raise DocumentError(f"{path.name}: not a readable PPTX (corrupt or truncated zip archive{detail})") from exc
     except KeyError as exc:
         raise DocumentError(f"{path.name}: not a PowerPoint deck (missing part {exc})") from exc
 
@@ -424,7 +430,7 @@ class _SlideBuilder:
 
 def extract_pptx(path: Path, ctx: ExtractContext) -> ExtractedDocument:
     """The elements of every slide (shapes in reading order, then notes); unreadable shapes and slides become warnings."""
-    presentation = _open_presentation(path)
+    presentation = _open_presentation(path, ctx.settings.limits)
     slides = list(presentation.slides)
     band = (presentation.slide_height or 6858000) / 24
     elements: list[ElementRow] = []

@@ -1,0 +1,158 @@
+"""The fault corpus, made at test time (no committed blobs): hostile archives, pictures, names and folders.
+
+Each builder writes one file (or folder entry) and is fast: a zip bomb's member is zeros, deflated
+by zlib in about a second per GiB, so a 3 MB deck that inflates to 1 GiB costs little to make.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+import pymupdf
+
+from tests.conftest import SAMPLE_DOCS
+
+BASE_DECK = SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx"
+BOMB_MEMBER = "ppt/slides/slide1.xml"
+
+
+def _rewrite_deck(target: Path, member: str, inflated: int, level: int) -> None:
+    """Copy ``BASE_DECK`` to ``target`` with ``member`` replaced by ``inflated`` zero bytes deflated at ``level``."""
+    block = bytes(1 << 20)
+    with zipfile.ZipFile(BASE_DECK) as source, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as out:
+        for info in source.infolist():
+            if info.filename != member:
+                out.writestr(info, source.read(info), compress_type=zipfile.ZIP_DEFLATED)
+                continue
+            with out.open(member, "w", force_zip64=inflated >= zipfile.ZIP64_LIMIT) as handle:
+                for start in range(0, inflated, len(block)):
+                    handle.write(block[: min(len(block), inflated - start)])
+
+
+def zip_bomb(target: Path, inflated: int = 1 << 30, member: str = BOMB_MEMBER) -> Path:
+    """A real deck whose ``member`` is ``inflated`` bytes of zeros (1 GiB: a ~4.6 MB file, about a second to make)."""
+    _rewrite_deck(target, member, inflated, level=1)
+    return target
+
+
+def ratio_bomb(target: Path, inflated: int = 64 << 20, member: str = BOMB_MEMBER) -> Path:
+    """A deck whose ``member`` inflates about 1,000 times (``inflated`` bytes of zeros at zlib level 9)."""
+    _rewrite_deck(target, member, inflated, level=9)
+    return target
+
+
+def lying_bomb(target: Path, inflated: int = 64 << 20, declared: int = 4096, member: str = BOMB_MEMBER) -> Path:
+    """A deck whose ``member`` holds ``inflated`` bytes of zeros but whose headers (local and central) declare
+    ``declared``: passes any check of declared sizes and ratios; only the reader can notice."""
+    _rewrite_deck(target, member, inflated, level=9)
+    data = bytearray(target.read_bytes())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        info = archive.getinfo(member)
+        start_dir = archive.start_dir
+    local = info.header_offset
+    assert data[local:local + 4] == b"PK\x03\x04"
+    struct.pack_into("<I", data, local + 22, declared)  # local header: uncompressed size
+    offset = start_dir
+    while data[offset:offset + 4] == b"PK\x01\x02":  # central directory entries
+        name_len, extra_len, comment_len = struct.unpack_from("<HHH", data, offset + 28)
+        if data[offset + 46:offset + 46 + name_len].decode() == member:
+            struct.pack_into("<I", data, offset + 24, declared)
+        offset += 46 + name_len + extra_len + comment_len
+    target.write_bytes(bytes(data))
+    return target
+
+
+def huge_png_header(width: int = 20_000, height: int = 20_000) -> bytes:
+    """A PNG whose header declares ``width`` x ``height`` pixels (400 megapixels by default) and whose image data is
+    a few bytes: opening it is enough for a decoder to refuse it, and the file stays tiny."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(width + 1))) + chunk(b"IEND", b"")
+
+
+def deck_with_picture(target: Path, picture: bytes, title: str = "Pictures") -> Path:
+    """A one-slide deck holding one picture whose stored bytes are ``picture`` (a small PNG is placed with
+    python-pptx, then its media member replaced, so python-pptx never decodes ``picture`` while building)."""
+    from PIL import Image
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    small = io.BytesIO()
+    Image.new("L", (200, 200), 255).save(small, format="PNG")
+    small.seek(0)
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = title
+    slide.shapes.add_picture(small, Inches(1), Inches(1.5), Inches(4), Inches(4))
+    built = io.BytesIO()
+    deck.save(built)
+    with zipfile.ZipFile(io.BytesIO(built.getvalue())) as source, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in source.infolist():
+            data = picture if info.filename.startswith("ppt/media/") else source.read(info)
+            out.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+    return target
+
+
+def titled_deck(target: Path, title: str) -> Path:
+    """A one-slide deck with ``title`` (distinct content per file, so no two are duplicates)."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = title
+    slide.placeholders[1].text = f"Body of {title}"
+    deck.save(str(target))
+    return target
+
+
+HOSTILE_NAMES = [
+    "$(touch pwned).pptx",
+    "a; rm -rf ~ #.pptx",
+    "back`id`tick.pptx",
+    "-rf.pptx",
+    "--help.pptx",
+    "new\nline.pptx",
+    "한글 보고서 ünïcödé.pptx",
+    "\u202eexe.pptx",  # right-to-left override
+]
+"""File names that would break a shell or a naive log line; ragprep runs no shell, so each is an ordinary deck."""
+
+NON_UTF8_NAME = b"report-\xff\xfe-cp949.pptx"
+"""A name that is not valid UTF-8 (bytes a file system happily stores)."""
+
+
+def hostile_folder(folder: Path) -> dict[str, str]:
+    """Decks under hostile names, one under a non-UTF-8 name, and symbolic-link loops; returns {name: title}."""
+    folder.mkdir(parents=True, exist_ok=True)
+    titles = {}
+    for number, name in enumerate(HOSTILE_NAMES):
+        titles[name] = f"Hostile name deck {number}"
+        titled_deck(folder / name, titles[name])
+    titled_deck(Path(os.fsdecode(os.fsencode(folder) + b"/" + NON_UTF8_NAME)), "Non UTF-8 name deck")
+    os.symlink(".", folder / "loop")  # a folder that contains itself
+    (folder / "sub").mkdir()
+    os.symlink("..", folder / "sub" / "up")  # and one through a child
+    os.symlink("self.pptx", folder / "self.pptx")  # a link to itself
+    os.symlink("missing.pdf", folder / "dangling.pdf")
+    return titles
+
+
+def text_pdf(target: Path, pages: int) -> Path:
+    """A PDF of ``pages`` simple text pages (a heading and a few lines each), quick to make with PyMuPDF."""
+    pdf = pymupdf.open()
+    for number in range(1, pages + 1):
+        page = pdf.new_page()
+        page.insert_text((72, 72), f"Chapter {number}", fontsize=18)
+        page.insert_text((72, 110), f"Page {number} of a long book: crash pulse, restraint load and intrusion notes.")
+        page.insert_text((72, 130), "Sled test results are compared with the simulation for every configuration.")
+    pdf.save(target, garbage=0, deflate=True)
+    pdf.close()
+    return target
