@@ -2,7 +2,8 @@
 
 A version in a local store is read in place (``read_parquet`` views). A version in an S3 store is
 read with pyarrow from the store and registered as Arrow tables: DuckDB's httpfs extension cannot
-be installed offline, so DuckDB never talks to S3 itself.
+be installed offline, so DuckDB never talks to S3 itself. ``version="working"`` (:data:`WORKING`)
+queries the working tables of the last run (``tables/*.parquet``) even when versions exist.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from ragprep.dataset_store import (
+    CorruptVersionError,
     DatasetStore,
     DatasetStoreError,
     LocalDatasetStore,
@@ -25,6 +27,9 @@ from ragprep.dataset_store import (
 from ragprep.errors import RagprepError
 from ragprep.storage import Layout
 from ragprep.tables import QUERYABLE_TABLES, TableStore, spec
+
+WORKING = "working"
+"""The ``version`` that names the working tables of the last run instead of a dataset version."""
 
 
 class CatalogError(RagprepError):
@@ -39,15 +44,12 @@ def connect(layout: Layout, version: str | None = None, uri: str | None = None) 
     """One view per table: over a dataset version (the latest published one unless
     ``version`` names another; tables carry a ``split`` column there) in the dataset store
     (``uri``: a local path or ``s3://bucket/prefix``; default ``<root>/datasets``), or over the
-    working tables of the last run when no version has been published yet."""
-    try:
-        store = open_store(layout.root, uri)
-        chosen = version or store.latest()
-    except (DatasetStoreError, OSError) as exc:
-        raise CatalogError(f"cannot read the dataset store {uri or layout.datasets_dir}: {exc}") from exc
+    working tables of the last run when ``version`` is ``"working"`` or no version is published
+    (``LATEST`` absent or naming no committed version: ``DatasetStore.latest_problem`` says which)."""
     con = duckdb.connect(":memory:")
     tables = TableStore(layout)
-    if chosen is not None:
+    store, chosen = (None, None) if version == WORKING else _chosen_version(layout, version, uri)
+    if store is not None and chosen is not None:
         _version_views(con, store, chosen)
         for name in QUERYABLE_TABLES:  # the working tables that versions do not carry (runs, qa_failures)
             if not spec(name).versioned and tables.exists(name):
@@ -63,6 +65,17 @@ def connect(layout: Layout, version: str | None = None, uri: str | None = None) 
     return con
 
 
+def _chosen_version(layout: Layout, version: str | None, uri: str | None) -> tuple[DatasetStore, str | None]:
+    try:
+        store = open_store(layout.root, uri)
+        if version is not None:
+            return store, version
+        latest = store.latest()
+        return store, (latest if latest is not None and store.find(latest) is not None else None)
+    except (DatasetStoreError, OSError) as exc:
+        raise CatalogError(f"cannot read the dataset store {uri or layout.datasets_dir}: {exc}") from exc
+
+
 def _working_view(con: duckdb.DuckDBPyConnection, tables: TableStore, name: str) -> None:
     con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(tables.path(name))}')")
 
@@ -71,12 +84,17 @@ def _version_views(con: duckdb.DuckDBPyConnection, store: DatasetStore, version_
     found = store.find(version_id)
     if found is None:
         raise CatalogError(f"dataset version {version_id} not found in {store.uri}; `ragprep versions` lists them")
-    for name in store.table_names(found):
+    try:
         if isinstance(store, LocalDatasetStore):
-            table_dir = store.local_dir(found, name)
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(table_dir)}/*.parquet', union_by_name=true)")
-        else:
-            con.register(name, store.read_table(found, name))
+            store.check_footers(found)  # a truncated file: one line naming it, not DuckDB's error
+        for name in store.table_names(found):
+            if isinstance(store, LocalDatasetStore):
+                table_dir = store.local_dir(found, name)
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_quote(table_dir)}/*.parquet', union_by_name=true)")
+            else:
+                con.register(name, store.read_table(found, name))
+    except CorruptVersionError as exc:
+        raise CatalogError(str(exc)) from exc
 
 
 def run_query(layout: Layout, query: str, version: str | None = None, uri: str | None = None) -> tuple[list[str], list[tuple]]:
@@ -84,8 +102,8 @@ def run_query(layout: Layout, query: str, version: str | None = None, uri: str |
     con = connect(layout, version, uri)
     try:
         result = con.execute(query)
-    except duckdb.Error as exc:
-        raise CatalogError(f"query failed: {exc}") from exc
+    except duckdb.Error as exc:  # DuckDB's first line names the problem (and a file); the rest is a caret diagram
+        raise CatalogError(f"query failed: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}") from exc
     columns = [d[0] for d in result.description] if result.description else []
     return columns, result.fetchall()
 

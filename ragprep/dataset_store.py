@@ -6,14 +6,19 @@ Layout under the store's base (``<root>/datasets`` unless ``dataset_uri`` names 
     rejected/<id>/...                      same, for versions that failed the gate
     LATEST                                 id of the newest published version
 
-**Commit rule: a version exists if and only if its ``manifest.json`` exists.** Every reader here
+**Commit rule: a version exists if and only if its ``manifest.json`` exists.** The manifest records
+every other file of the version (``files``: relative path -> ``size`` and ``sha256``), which
+:meth:`DatasetStore.verify` checks (``ragprep versions --verify``); versions published by an older
+ragprep have no ``files`` and cannot be verified. ``files`` is not part of the version id. Every reader here
 (find, list, latest, read, and through them ``ragprep versions``, ``diff`` and ``sql``) ignores a
 version folder or prefix without one, so a build killed half-way never shows.
 
 Local folder: the version is staged in ``<base>/.staging-*`` (same file system), the manifest is
 written into the staging folder and the folder is renamed into place, all under an exclusive
 ``flock`` on ``<base>/.lock``; ``LATEST`` is replaced atomically (temporary file + rename) under the
-same lock. A killed build can leave a ``.staging-*`` folder behind; it is never read.
+same lock. A killed build can leave a ``.staging-<pid>@<host>-*`` folder behind; it is never read, and
+the next build removes it (:meth:`LocalDatasetStore.sweep_staging`, only when no other build holds the
+lock) once its process is gone.
 
 S3 (there is no rename): the version is staged in a local temporary folder, every file is uploaded
 to ``<kind>/<id>/`` and ``manifest.json`` goes **last**, with ``If-None-Match: *`` so a version is
@@ -35,10 +40,12 @@ the AWS default credential chain, ``AWS_REGION`` or ``AWS_DEFAULT_REGION``. File
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,7 +57,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ragprep.errors import RagprepError
-from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.storage import PROCESS_STARTED, Layout, atomic_write_bytes, owner_alive, owner_tag
 
 MANIFEST = "manifest.json"
 POINTER = "LATEST"
@@ -64,6 +71,49 @@ class DatasetStoreError(RagprepError):
 
 class LatestPointerConflict(DatasetStoreError):
     """LATEST kept moving under this build: every compare-and-swap lost."""
+
+
+class CorruptVersionError(DatasetStoreError):
+    """A file of a committed version cannot be read; the message names it and how to repair the version."""
+
+
+def file_checksums(folder: Path) -> dict[str, dict[str, int | str]]:
+    """Every file under ``folder`` except the manifest: relative path -> ``size`` and ``sha256`` (what a manifest records)."""
+    out: dict[str, dict[str, int | str]] = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        relative = path.relative_to(folder).as_posix()
+        if relative == MANIFEST:
+            continue
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        out[relative] = {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+    return out
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """One file of a version that does not match its manifest: ``missing``, ``truncated``, ``changed`` or ``unexpected``."""
+
+    path: str
+    problem: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What :meth:`DatasetStore.verify` found: files checked and the problems (``recorded`` False: no checksums to check)."""
+
+    version_id: str
+    recorded: bool
+    checked: int
+    problems: list[FileProblem]
+
+    @property
+    def ok(self) -> bool:
+        """True when every recorded file is present and unchanged (and nothing was added)."""
+        return self.recorded and not self.problems
 
 
 @dataclass(frozen=True)
@@ -164,11 +214,103 @@ class DatasetStore:
         return list(self._table_files(version))
 
     def read_table(self, version: StoredVersion, name: str) -> pa.Table | None:
-        """All split files of one table, concatenated (None when the version lacks the table)."""
+        """All split files of one table, concatenated (None when the version lacks the table); an unreadable
+        file raises :class:`CorruptVersionError` naming it."""
         paths = self._table_files(version).get(name)
         if not paths:
             return None
-        return pa.concat_tables([pq.read_table(p, filesystem=self.fs) for p in paths], promote_options="default")
+        tables = []
+        for path in paths:
+            try:
+                tables.append(pq.read_table(path, filesystem=self.fs))
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise self.corrupt(version, path[len(self.base) + 1:], exc) from exc
+        return pa.concat_tables(tables, promote_options="default")
+
+    def check_footers(self, version: StoredVersion) -> None:
+        """Read the footer of every table file of a version: a truncated one raises :class:`CorruptVersionError` naming it."""
+        for paths in self._table_files(version).values():
+            for path in paths:
+                try:
+                    pq.read_metadata(path, filesystem=self.fs)
+                except (pa.ArrowInvalid, OSError) as exc:
+                    raise self.corrupt(version, path[len(self.base) + 1:], exc) from exc
+
+    def corrupt(self, version: StoredVersion, relative: str, exc: BaseException) -> CorruptVersionError:
+        """The one-line error for an unreadable file (``relative`` to the base) of a committed version."""
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return CorruptVersionError(
+            f"{self.location(relative)} of dataset version {version.version_id} is unreadable ({reason}); "
+            f"`ragprep versions --verify --version {version.version_id}` checks every file; restore the version from a backup, "
+            f"or delete {version.location} and run `ragprep dataset` to rebuild it"
+        )
+
+    def _hash(self, path: str) -> str:
+        digest = hashlib.sha256()
+        with self.fs.open_input_stream(path) as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    def verify(self, version: StoredVersion) -> Verification:
+        """Check every file of a version against the sizes and SHA-256 its manifest recorded at publish time."""
+        recorded = version.manifest.get("files")
+        if recorded is None:
+            return Verification(version.version_id, False, 0, [])
+        folder = self._path(FOLDERS[version.status], version.version_id)
+        present = {
+            entry.path[len(folder) + 1:]: entry.size
+            for entry in self.fs.get_file_info(pafs.FileSelector(folder, recursive=True, allow_not_found=True))
+            if entry.type == pafs.FileType.File
+        }
+        problems = []
+        for relative, expected in sorted(recorded.items()):
+            where = self.location(FOLDERS[version.status], version.version_id, relative)
+            size = present.get(relative)
+            if size is None:
+                problems.append(FileProblem(where, "missing", f"expected {expected['size']} bytes"))
+            elif size < expected["size"]:
+                problems.append(FileProblem(where, "truncated", f"{size} of {expected['size']} bytes"))
+            elif size != expected["size"] or self._hash(f"{folder}/{relative}") != expected["sha256"]:
+                problems.append(FileProblem(where, "changed", f"{size} bytes, SHA-256 differs from the manifest"))
+        for relative in sorted(present.keys() - recorded.keys() - {MANIFEST}):
+            problems.append(FileProblem(self.location(FOLDERS[version.status], version.version_id, relative), "unexpected",
+                                        "not in the manifest"))
+        return Verification(version.version_id, True, len(recorded), problems)
+
+    def newest_published(self) -> tuple[str | None, int]:
+        """The newest published version by creation time (None when there is none) and how many are published."""
+        published = sorted((v for v in self.versions() if v.status == "published"), key=lambda v: str(v.manifest.get("created_at")))
+        return (published[-1].version_id if published else None), len(published)
+
+    def latest_problem(self) -> str | None:
+        """One line when ``LATEST`` is missing or names no committed published version while versions exist; else None.
+
+        The line names the file, the newest published version and the command that restores the pointer."""
+        pointer = self.latest()
+        if pointer is not None:
+            found = self.find(pointer)
+            if found is not None and found.status == "published":
+                return None
+        newest, count = self.newest_published()
+        if newest is None:
+            if pointer is None:
+                return None
+            return f"{self.location(POINTER)} names {pointer}, which is not a published version, and none is published; run `ragprep dataset`"
+        what = (f"is missing but {count} published version{'s' if count != 1 else ''} exist{'s' if count == 1 else ''}"
+                if pointer is None else f"names {pointer}, which is not a committed published version")
+        return f"{self.location(POINTER)} {what}; newest published is {newest}; restore with `ragprep versions --set-latest {newest}`"
+
+    def set_latest(self, version_id: str) -> None:
+        """Point ``LATEST`` at a committed published version (the subclasses implement it)."""
+        raise NotImplementedError
+
+    def _published(self, version_id: str) -> StoredVersion:
+        found = self.find(version_id)
+        if found is None or found.status != "published":
+            state = "not committed" if found is None else f"{found.status}, not published"
+            raise DatasetStoreError(f"dataset version {version_id} in {self.uri} is {state}; `ragprep versions` lists the published ones")
+        return found
 
     # writing
     @contextmanager
@@ -210,14 +352,54 @@ class LocalDatasetStore(DatasetStore):
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     @contextmanager
+    def lock_if_free(self) -> Iterator[bool]:
+        """The catalog lock when no other build holds it (True), else nothing (False): never waits."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.directory / ".lock", "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextmanager
     def staging(self) -> Iterator[Path]:
         """A staging folder inside the store (same file system, so the commit's rename is atomic); removed afterwards."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(dir=self.directory, prefix=".staging-"))  # same file system: rename is atomic
+        # same file system: rename is atomic; the owner in the name lets a later build tell a dead build's folder
+        folder = Path(tempfile.mkdtemp(dir=self.directory, prefix=f".staging-{owner_tag()}-"))
         try:
             yield folder
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+    def sweep_staging(self) -> list[Path]:
+        """Remove the ``.staging-*`` folders of builds that are gone (call under :meth:`lock_if_free`): the owner's
+        process has ended on this host, or, for another host's or an older ragprep's folder, it was last
+        touched a day (another host) or this process's start (no owner) ago. Returns what was removed."""
+        removed = []
+        for entry in self.directory.glob(".staging-*"):
+            tag = entry.name[len(".staging-"):].rsplit("-", 1)[0]
+            alive = owner_alive(tag) if "@" in tag else None
+            try:
+                touched = entry.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            stale = alive is False or (alive is None and touched < (time.time() - 86400 if "@" in tag else PROCESS_STARTED))
+            if stale and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+        return removed
+
+    def set_latest(self, version_id: str) -> None:
+        """Under the lock: point ``LATEST`` at a committed published version."""
+        with self.lock():
+            self._published(version_id)
+            atomic_write_bytes(self.directory / POINTER, version_id.encode())
 
     def commit(self, staging: Path, version_id: str, passed: bool, manifest_for: ManifestFor) -> Commit:
         """Under the lock: write the manifest, rename the staging folder into place and, when ``passed``, move LATEST."""
@@ -287,6 +469,14 @@ class S3DatasetStore(DatasetStore):
         """Compare-and-swap LATEST: True when it moved, False when it no longer matched ``expected``."""
         condition = {"IfMatch": expected.etag} if expected.etag else {"IfNoneMatch": "*"}
         return self._put(POINTER, version_id.encode(), **condition)
+
+    def set_latest(self, version_id: str) -> None:
+        """Point ``LATEST`` at a committed published version, by compare-and-swap."""
+        self._published(version_id)
+        for _ in range(CAS_ATTEMPTS):
+            if self.swap_pointer(self.read_pointer(), version_id):
+                return
+        raise LatestPointerConflict(f"{self.location(POINTER)} moved {CAS_ATTEMPTS} times while setting it to {version_id}; try again")
 
     def _put(self, name: str, body: bytes, **condition: str) -> bool:
         from botocore.exceptions import ClientError

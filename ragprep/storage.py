@@ -17,14 +17,21 @@ Layout under ``root``::
     index/<variant>/             search index of a dataset version: LanceDB vectors, BM25, manifest.json
 
 Every file is written to a temporary name in the same directory and renamed into
-place, so a crash never leaves a half-written file behind.
+place, so a crash never leaves a half-written file behind. A full disk (``ENOSPC``, ``EDQUOT``)
+while writing raises :class:`DiskFullError`, one line naming the file and the fix. What a killed
+run leaves (``.*.tmp`` files of these writers, ``.<part>.*`` staging folders under ``parts/``) is
+removed by :func:`sweep_leftovers`; the dataset store sweeps its own ``.staging-*`` folders.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
+import socket
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,21 +40,79 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ragprep.errors import RagprepError
 from ragprep.ids import sha256_bytes
+
+PROCESS_STARTED = time.time()
+"""When this process imported ragprep's storage: leftovers older than this are not its own."""
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(RagprepError, OSError):
+    """No space left (or the quota reached) while writing a file; the message names the file and the fix."""
+
+    def __init__(self, path: Path | str | None, code: int | None = errno.ENOSPC) -> None:
+        code = code or errno.ENOSPC
+        what = "disk quota exceeded" if code == errno.EDQUOT else "no space left on device"
+        if path is None:  # raised outside ragprep's writers, by a library that did not say where
+            super().__init__(f"{what}; free space on the disk holding the output root "
+                             "or point --root (RAGPREP_ROOT) elsewhere, then run again")
+        else:
+            where = Path(path)
+            super().__init__(f"{what} writing {where}; free space on the disk holding {where.parent} "
+                             "or point --root (RAGPREP_ROOT) elsewhere, then run again")
+        self.errno = code
+        self.filename = None if path is None else str(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # the sentence, not OSError's "[Errno 28] ...: 'path'"
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it wraps) is a full disk or an exceeded quota."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            return True
+        if isinstance(exc, OSError) and "No space left on device" in str(exc):  # Arrow's IOError carries no errno
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@contextmanager
+def disk_full_names(path: Path | str) -> Iterator[None]:
+    """Turn a full disk while writing ``path`` into a :class:`DiskFullError` naming it."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        raise DiskFullError(path, errno.EDQUOT if exc.errno == errno.EDQUOT else errno.ENOSPC) from exc
+
+
+def _temporary_beside(path: Path) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    return tmp
 
 
 @contextmanager
 def _replacing(path: Path) -> Iterator[str]:
     """A temporary file beside ``path`` that replaces it when the block ends without an error."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with disk_full_names(path):
+        tmp = _temporary_beside(path)
+        try:
+            yield tmp
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -58,13 +123,95 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def write_parquet(table: pa.Table, path: Path) -> None:
     """Write Parquet (zstd) in place: for files inside a folder that is itself staged and renamed."""
-    pq.write_table(table, path, compression="zstd")
+    with disk_full_names(path):
+        pq.write_table(table, path, compression="zstd")
+
+
+def atomic_write_parquet_set(tables: dict[Path, pa.Table]) -> None:
+    """Write several Parquet files as a set: all to temporary files first, renamed only when every write succeeded.
+
+    A failed write (a full disk, say) removes the temporary files and leaves every previous file as it was.
+    """
+    temporaries: dict[Path, str] = {}
+    try:
+        for path, table in tables.items():
+            with disk_full_names(path):
+                temporaries[path] = _temporary_beside(path)
+                pq.write_table(table, temporaries[path], compression="zstd")
+        for path, tmp in temporaries.items():
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp in temporaries.values():
+            Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def atomic_write_parquet(table: pa.Table, path: Path) -> None:
     """Write a Parquet file (zstd) atomically."""
-    with _replacing(path) as tmp:
-        write_parquet(table, Path(tmp))
+    with _replacing(path) as tmp:  # a full disk names ``path``, not the temporary file
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def owner_tag() -> str:
+    """``<pid>@<host>``: put into the names of long-lived staging folders so a later run can tell a live owner from a dead one."""
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
+def owner_alive(tag: str) -> bool | None:
+    """Whether the process of an :func:`owner_tag` still runs: None when it ran on another host (unknown)."""
+    pid, _, host = tag.partition("@")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    if int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _older_than_this_process(path: Path) -> bool:
+    try:
+        return path.lstat().st_mtime < PROCESS_STARTED
+    except FileNotFoundError:
+        return False
+
+
+def _remove(path: Path) -> bool:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def sweep_leftovers(root: Path) -> list[Path]:
+    """Remove what killed runs left under ``root``: the atomic writers' ``.*.tmp`` files and the ``.<part>.*``
+    staging folders under ``parts/``, only those last touched before this process started (a live run's are newer).
+
+    The dataset store's ``.staging-*`` folders are swept by the store itself, under its lock. Returns what was removed.
+    """
+    layout = Layout(root)
+    removed: list[Path] = []
+    parts = layout.parts_dir
+    if parts.is_dir():
+        for entry in parts.iterdir():
+            if entry.name.startswith(".") and entry.is_dir() and _older_than_this_process(entry) and _remove(entry):
+                removed.append(entry)
+    if root.is_dir():
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if not d.startswith(".staging-")]  # the store's own, swept under its lock
+            for name in files:
+                path = Path(folder) / name
+                if name.startswith(".") and name.endswith(".tmp") and _older_than_this_process(path) and _remove(path):
+                    removed.append(path)
+    return removed
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ suite (``has_suite``). Stages never open Parquet files themselves: they ask a ``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from ragprep.errors import RagprepError
-from ragprep.storage import Layout, atomic_write_parquet
+from ragprep.storage import Layout, atomic_write_parquet, atomic_write_parquet_set, disk_full_names
 from schemas import read_rows, rows_to_table
 from schemas.chunks import CHUNKS_SCHEMA, ChunkRow
 from schemas.documents import DOCUMENTS_SCHEMA, DocumentRow
@@ -33,6 +34,13 @@ from schemas.qa_pairs import (
 from schemas.quotes import QUOTES_SCHEMA, QuoteRow
 from schemas.review import HEADER_REVIEW_SCHEMA, REVIEW_SCHEMA, HeaderReviewRow, ReviewRow
 from schemas.runs import RUNS_SCHEMA, RunRow
+
+_cache_log = logging.getLogger("ragprep.cache")
+
+
+def _short(exc: BaseException) -> str:
+    """An exception as ``Type: first line``, for a one-line warning."""
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
 
 
 class MissingTablesError(RagprepError, FileNotFoundError):
@@ -82,7 +90,8 @@ def spec(name: str) -> TableSpec:
 
 
 class TableStore:
-    """Reads and writes the working tables under one root; every write is atomic."""
+    """Reads and writes the working tables under one root; every write is atomic, and a stage that
+    writes several tables writes them as a set (:meth:`write_set`)."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
@@ -120,10 +129,21 @@ class TableStore:
         """Replace a table with an Arrow table (already in its schema)."""
         atomic_write_parquet(table, self.path(name))
 
+    def write_set(self, tables: Mapping[str, pa.Table | Iterable[BaseModel]]) -> None:
+        """Replace several tables as a set (``{name: rows or Arrow table}``): every table is written to a
+        temporary file first and all are renamed into place only when every write succeeded, so a failed
+        write (a full disk: :class:`ragprep.storage.DiskFullError`) leaves the previous set intact."""
+        arrow = {
+            self.path(name): value if isinstance(value, pa.Table) else rows_to_table(value, spec(name).schema)
+            for name, value in tables.items()
+        }
+        atomic_write_parquet_set(arrow)
+
     @staticmethod
     def write_part(path: Path, name: str, rows: Iterable[BaseModel]) -> None:
         """Write a table's rows (in its schema) into a per-document part file; the caller stages the folder."""
-        pq.write_table(rows_to_table(rows, spec(name).schema), path)
+        with disk_full_names(path):
+            pq.write_table(rows_to_table(rows, spec(name).schema), path)
 
     @staticmethod
     def read_parts(paths: Iterable[Path], name: str) -> pa.Table:
@@ -133,10 +153,34 @@ class TableStore:
         return pa.concat_tables(tables) if tables else schema.empty_table()
 
     @staticmethod
-    def read_part_rows(path: Path, name: str) -> list:
-        """The rows of one cached part file."""
+    def read_cached_part(path: Path, name: str) -> list | None:
+        """The rows of one cached part file; None when it is missing, or unreadable (truncated, garbage, another
+        schema: warned once, naming the file), so the caller treats it as a cache miss, recomputes and replaces it."""
         table = spec(name)
-        return read_rows(path, table.model, table.schema)
+        try:
+            return read_rows(path, table.model, table.schema) if path.exists() else None
+        except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
+            _cache_log.warning("unreadable cached part %s (%s): treated as a miss, recomputed and replaced", path, _short(exc))
+            return None
+
+    @staticmethod
+    def cached_part_num_rows(path: Path) -> int | None:
+        """The row count of a cached part file from its Parquet footer alone (cheap); None when it is missing, or
+        unreadable (warned, naming the file: a cache miss)."""
+        try:
+            return pq.read_metadata(path).num_rows if path.exists() else None
+        except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
+            _cache_log.warning("unreadable cached part %s (%s): treated as a miss, recomputed and replaced", path, _short(exc))
+            return None
+
+    @staticmethod
+    def read_cached_part_arrow(path: Path, name: str) -> pa.Table | None:
+        """:meth:`read_cached_part` as an Arrow table in the table's schema (for assembling many parts)."""
+        try:
+            return pq.read_table(path, schema=spec(name).schema) if path.exists() else None
+        except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
+            _cache_log.warning("unreadable cached part %s (%s): treated as a miss, recomputed and replaced", path, _short(exc))
+            return None
 
     def append(self, name: str, rows: Sequence[BaseModel]) -> None:
         """Add rows after the existing ones (run log, review decisions)."""

@@ -20,6 +20,7 @@ from moto.server import ThreadedMotoServer
 
 from ragprep.catalog import run_query
 from ragprep.dataset_store import (
+    CorruptVersionError,
     DatasetStoreError,
     LocalDatasetStore,
     S3DatasetStore,
@@ -176,6 +177,32 @@ def test_s3_partial_upload_is_no_version_and_latest_stays(roots, s3_uri, monkeyp
 
     v2 = build_version(settings_b)  # the next build overwrites the leftovers and commits
     assert v2.version_id == v2_id and v2.created and v2.published and latest_version(a, s3_uri) == v2_id
+
+
+def test_s3_versions_are_verified_and_a_lost_latest_is_reported_and_restored(roots, s3_uri):
+    a, _ = roots
+    v1 = build_version(Settings(root=a, dataset_uri=s3_uri))
+    store = open_store(a, s3_uri)
+    version = store.find(v1.version_id)
+    files = version.manifest["files"]
+    assert set(files) == {k.split("/", 2)[2] for k in _objects(s3_uri) if k.startswith("versions/")} - {"manifest.json"}
+    assert store.verify(version).ok
+
+    bucket, _, prefix = s3_uri.removeprefix("s3://").partition("/")
+    name = sorted(n for n in files if n.startswith("chunks/"))[0]
+    key = f"{prefix}/versions/{v1.version_id}/{name}"
+    body = _client().get_object(Bucket=bucket, Key=key)["Body"].read()
+    _client().put_object(Bucket=bucket, Key=key, Body=body[:64])
+    result = store.verify(version)
+    assert [(p.path, p.problem) for p in result.problems] == [(f"{s3_uri}/versions/{v1.version_id}/{name}", "truncated")]
+    with pytest.raises(CorruptVersionError, match=f"{s3_uri}/versions/{v1.version_id}/{name} of dataset version"):
+        store.read_table(version, "chunks")
+
+    _client().delete_object(Bucket=bucket, Key=f"{prefix}/LATEST")
+    assert store.latest_problem() == (f"{s3_uri}/LATEST is missing but 1 published version exists; newest published is "
+                                      f"{v1.version_id}; restore with `ragprep versions --set-latest {v1.version_id}`")
+    store.set_latest(v1.version_id)
+    assert store.latest() == v1.version_id and store.latest_problem() is None
 
 
 def test_s3_latest_moves_by_compare_and_swap(roots, s3_uri):

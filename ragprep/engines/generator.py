@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -115,6 +116,23 @@ class UsageMeter:
     def calls(self) -> int:
         """Remote calls made over all (provider, model) rows."""
         return int(sum(r["calls"] for r in self.rows.values()))
+
+
+_cache_log = logging.getLogger("ragprep.cache")
+
+
+def _read_cached_reply(path: Path | None) -> ChatResponse | None:
+    """The cached reply at ``path``; None when there is none or it is unreadable (a miss: warned, asked again, replaced)."""
+    if path is None or not path.exists():
+        return None
+    try:
+        reply = ChatResponse(**json.loads(path.read_text(encoding="utf-8")))
+        if not isinstance(reply.text, str) or not isinstance(reply.model, str):
+            raise TypeError("text or model is not a string")
+    except (OSError, ValueError, TypeError) as exc:
+        _cache_log.warning("unreadable LLM reply cache entry %s (%s): treated as a miss, asked again and replaced", path, exc)
+        return None
+    return reply
 
 
 def parse_json_object(text: str) -> dict:
@@ -228,9 +246,10 @@ class Generator:
     async def _call(self, request: ChatRequest, prompt: PromptTemplate) -> tuple[ChatResponse, bool, Path | None]:
         """(response, answered from cache, where to cache it once it proves usable)."""
         cache_path = self._cache_path(request, prompt)
-        if cache_path is not None and cache_path.exists():
+        cached = _read_cached_reply(cache_path)
+        if cached is not None:
             self.meter.add(self.provider, self.model, cache_hits=1)
-            return ChatResponse(**json.loads(cache_path.read_text(encoding="utf-8"))), True, None
+            return cached, True, None
         async with self._semaphore:
             async with self._limiter:
                 try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -23,6 +24,8 @@ from ragprep.storage import atomic_write_bytes
 OCR_RULES_VERSION = "lines-v1"
 """Bump when the post-processing of Tesseract output changes (invalidates the cache)."""
 
+_log = logging.getLogger("ragprep.cache")
+
 
 @dataclass(frozen=True)
 class OcrResult:
@@ -31,6 +34,22 @@ class OcrResult:
     n_words: int
     n_chars: int
     """Letters and digits kept after the confidence filter."""
+
+
+def _read_cached(path: Path | None) -> OcrResult | None:
+    """The cached result at ``path``; None when there is none or it is unreadable (a miss: warned, recomputed, replaced)."""
+    if path is None or not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        result = OcrResult(**data)
+        if not isinstance(result.text, str) or not all(isinstance(v, (int, float)) for v in
+                                                       (result.mean_confidence, result.n_words, result.n_chars)):
+            raise TypeError("fields of the wrong type")
+    except (OSError, ValueError, TypeError) as exc:
+        _log.warning("unreadable OCR cache entry %s (%s): treated as a miss, recomputed and replaced", path, exc)
+        return None
+    return result
 
 
 class OcrEngine(Protocol):
@@ -109,8 +128,9 @@ class TesseractOcr:
         if reason:
             raise RuntimeError(reason)
         cache_path = self._cache_path(image)
-        if cache_path is not None and cache_path.exists():
-            return OcrResult(**json.loads(cache_path.read_text(encoding="utf-8")))
+        cached = _read_cached(cache_path)
+        if cached is not None:
+            return cached
         result = self._run(image)
         if cache_path is not None:
             atomic_write_bytes(cache_path, json.dumps(asdict(result), ensure_ascii=False).encode("utf-8"))

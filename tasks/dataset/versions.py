@@ -16,13 +16,20 @@ Versions live in a dataset store (``ragprep/dataset_store.py``): ``<root>/datase
     LATEST                                 id of the newest published version
 
 A version exists once its ``manifest.json`` exists (locally: renamed into place with
-it under a lock; on S3: uploaded last, and LATEST moves by compare-and-swap).
+it under a lock; on S3: uploaded last, and LATEST moves by compare-and-swap). The manifest
+records the size and SHA-256 of every other file (``files``), which ``verify_versions``
+(``ragprep versions --verify``) checks; the version id does not depend on it.
+
+A build first removes what killed runs left under the root (``.*.tmp`` files, staging folders
+under ``parts/`` and, when no other build holds the catalog lock, the store's ``.staging-*``
+folders of dead builds).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -35,18 +42,27 @@ from pydantic import BaseModel
 from ragprep import __version__
 from ragprep.dataset_store import (
     DatasetStore,
+    DatasetStoreError,
     LocalDatasetStore,
     StoredVersion,
+    Verification,
+    file_checksums,
     open_store,
 )
 from ragprep.ids import stable_id
 from ragprep.settings import Settings
 from ragprep.splits import SPLITS, split_for
-from ragprep.storage import Layout, write_parquet
+from ragprep.storage import Layout, sweep_leftovers, write_parquet
 from ragprep.tables import ID_COLUMNS, VERSIONED_TABLES, MissingTablesError, TableStore
 from schemas import rows_to_table
 from schemas.review import REVIEW_SCHEMA
 from tasks.qa.review import load_decisions
+
+log = logging.getLogger("ragprep.dataset")
+
+
+class LatestMissingError(DatasetStoreError, FileNotFoundError):
+    """No version to resolve "the latest" to: nothing is published, or LATEST is missing or dangling (the message says how to restore it)."""
 
 
 class VersionInfo(BaseModel):
@@ -89,7 +105,8 @@ def row_digests(table: pa.Table, id_column: str) -> dict[str, str]:
 def assemble_version_tables(layout: Layout, settings: Settings) -> dict[str, pa.Table]:
     """The current tables with a ``split`` column where items are split; approved QA pairs only.
 
-    QA pairs, quotes, candidate sets (``mm_items``) and review decisions (``review``, the latest
+    Documents ``removed`` since the previous ingest are left out, and so is the documents' per-run ``change``
+    column (new/changed/unchanged). QA pairs, quotes, candidate sets (``mm_items``) and review decisions (``review``, the latest
     per QA pair; a decision for a pair that no longer exists has no split) follow their chunk's
     split; candidate sets of QA pairs that are no longer approved are left out."""
     tables: dict[str, pa.Table] = {}
@@ -98,6 +115,11 @@ def assemble_version_tables(layout: Layout, settings: Settings) -> dict[str, pa.
         table = store.read_arrow(name) if name != "review" else None  # review: the latest decisions, below
         if table is not None:
             tables[name] = table
+    if "documents" in tables:  # removed documents (in the previous run, not found by the last) leave the version
+        documents = tables["documents"].filter(pc.not_equal(tables["documents"].column("status"), "removed"))
+        if "change" in documents.column_names:  # what the last run did, not what the dataset holds: a no-change
+            documents = documents.drop_columns(["change"])  # run must rebuild the same version, not a new one
+        tables["documents"] = documents
     if "chunks" not in tables:
         raise MissingTablesError(f"{store.path('chunks')} does not exist; run `ragprep run PATHS --root {layout.root}` first")
     chunks = tables["chunks"]
@@ -224,12 +246,19 @@ def build_version(settings: Settings, gate=None) -> BuildResult:
     tables = assemble_version_tables(layout, settings)
     version_id = version_id_for(tables, settings)
     store = dataset_store(settings)
+    sweep_leftovers(settings.root)
+    if isinstance(store, LocalDatasetStore):
+        with store.lock_if_free() as free:  # never while another build holds the catalog: its staging may be live
+            if free:
+                store.sweep_staging()
     existing = store.find(version_id)
     if existing is not None:
+        _restore_latest(store, existing)
         return _existing(existing)
     with store.staging() as staging:
         _write_split_tables(tables, staging)
         passed, failed = gate(tables, staging / "quality") if gate else (True, [])
+        files = file_checksums(staging)  # everything but the manifest: recorded for `ragprep versions --verify`
 
         def manifest_for(parent: str | None) -> dict:  # called at commit time, after the parent is known
             return {
@@ -244,6 +273,7 @@ def build_version(settings: Settings, gate=None) -> BuildResult:
                 "split_by": settings.dataset.split_by,
                 "rows": _counts(tables),
                 "validation": {"passed": passed, "failed": failed},
+                "files": files,
             }
 
         commit = store.commit(staging, version_id, passed, manifest_for)
@@ -251,6 +281,16 @@ def build_version(settings: Settings, gate=None) -> BuildResult:
         return _existing(commit.version)
     return BuildResult(version_id=version_id, created=True, published=passed, path=commit.version.location,
                        failed_expectations=failed)
+
+
+def _restore_latest(store: DatasetStore, version: StoredVersion) -> None:
+    """A rebuild of a published version whose LATEST is missing or dangling points LATEST at it again."""
+    if version.status != "published" or store.latest_problem() is None:
+        return
+    pointer = store.latest()
+    log.warning("%s %s; pointing it at %s, the version these tables build", store.location("LATEST"),
+                "was missing" if pointer is None else f"named {pointer}, which is not committed", version.version_id)
+    store.set_latest(version.version_id)
 
 
 def _existing(version: StoredVersion) -> BuildResult:
@@ -273,13 +313,38 @@ def list_versions(root: Path, uri: str | None = None) -> list[VersionInfo]:
 
 def find_version(store: DatasetStore, version_id: str | None) -> StoredVersion:
     """A committed version (latest published when None); raises with the fix when absent."""
+    if version_id is None:
+        problem = store.latest_problem()
+        if problem is not None:
+            raise LatestMissingError(problem)
     chosen = version_id or store.latest()
     if chosen is None:
-        raise FileNotFoundError(f"no published dataset version in {store.uri}; run `ragprep dataset`")
+        raise LatestMissingError(f"no published dataset version in {store.uri}; run `ragprep dataset`")
     found = store.find(chosen)
     if found is None:
         raise FileNotFoundError(f"dataset version {chosen} not found in {store.uri}; `ragprep versions` lists them")
     return found
+
+
+def latest_warning(root: Path, uri: str | None = None) -> str | None:
+    """One line when LATEST is missing or dangling although published versions exist (with the command that restores it)."""
+    return open_store(root, uri).latest_problem()
+
+
+def set_latest(root: Path, version_id: str, uri: str | None = None) -> None:
+    """Point LATEST at a committed published version (``ragprep versions --set-latest``)."""
+    open_store(root, uri).set_latest(version_id)
+
+
+def verify_versions(root: Path, version_id: str | None = None, uri: str | None = None) -> list[Verification]:
+    """Check the files of one version (every committed version when None) against their manifests."""
+    store = open_store(root, uri)
+    if version_id is not None:
+        found = store.find(version_id)
+        if found is None:
+            raise FileNotFoundError(f"dataset version {version_id} not found in {store.uri}; `ragprep versions` lists them")
+        return [store.verify(found)]
+    return [store.verify(v) for v in sorted(store.versions(), key=lambda v: str(v.manifest.get("created_at")))]
 
 
 def version_path(root: Path, version_id: str | None, uri: str | None = None) -> str:

@@ -27,8 +27,7 @@ def run_describe(settings: Settings, progress: Progress | None = None) -> StageR
     described = run.generate(
         "vlm", lambda g: describe_elements(elements, run.layout.root, g, run.prompt, counter(targets, progress))
     )
-    run.store.write("elements", described)
-    run.store.write("chunks", attach_descriptions(chunks, described))
+    run.store.write_set({"elements": described, "chunks": attach_descriptions(chunks, described)})
     return run.report("describe", targets, [e.vlm_flag for e in described if e.vlm_flag])
 
 
@@ -54,9 +53,7 @@ def run_headers(settings: Settings, progress: Progress | None = None) -> StageRe
     headers = apply_header_decisions(headers, run.store.read("header_review", optional=True))
     if progress:
         progress(len(headers), len(headers))
-    run.store.write("documents", typed)
-    run.store.write("headers", headers)
-    run.store.write("chunks", apply_headers(chunks, headers))
+    run.store.write_set({"documents": typed, "headers": headers, "chunks": apply_headers(chunks, headers)})
     flags = [h.flag for h in headers if h.flag] + [f"missing_field: {m}" for h in headers for m in h.missing]
     flags += [f"needs_review: {f}" for h in headers for f in h.review if f not in h.missing]
     flags += [f"typed_by_content: {d.file_name}" for d, before in zip(typed, documents) if d.doc_type != before.doc_type]

@@ -27,8 +27,7 @@ def run_qa(settings: Settings, progress: Progress | None = None) -> StageReport:
         "llm", lambda g: generate_pairs(chunks, elements, settings, g, run.prompt, counter(len(chunks), progress), handles)
     )
     final = build_qa_pairs(pairs, chunks, settings, load_decisions(run.layout.root))
-    run.store.write("qa_pairs", final)
-    run.store.write("qa_failures", failures)
+    run.store.write_set({"qa_pairs": final, "qa_failures": failures})
     flags = [code for p in final for code in p.flags] + [f"generation_failed: {f.reason}" for f in failures]
     return run.report("qa", len(final), flags)
 
