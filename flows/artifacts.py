@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from ragprep.report import Report
+from ragprep.settings import Settings
+from ragprep.webroot import public_link
 from tasks.stage import StageReport, stages_report
+
+
+def file_reference(path: str | Path, settings: Settings, label: str | None = None) -> str:
+    """Markdown for a file under the root: an http:// link into the ``ragprep serve`` web root when
+    ``settings.public_url`` names one, else the path on the worker as code (a browser cannot open a
+    worker's ``file://`` path, so no dead link)."""
+    url = public_link(path, settings.root, settings.public_url)
+    if url:
+        return f"[{label or Path(path).name}]({url})"
+    return f"`{path}` (on the worker; `ragprep serve` shows it over http)"
 
 
 def publish_markdown(key: str, report: Report, description: str) -> None:

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import flow
 from prefect.artifacts import create_table_artifact
 
-from ragprep.settings import Settings, build_settings
+from flows.artifacts import file_reference
+from flows.runtime import building
+from ragprep.settings import Settings
+from tasks.dataset.quality import GateResult
 from tasks.dataset.versions import BuildResult
 from tasks.wrappers import build_version_task
+
+
+def quality_page(result: BuildResult, gate: GateResult, settings: Settings) -> str:
+    """Markdown naming the committed version's quality page: the gate wrote it into a staging folder that the
+    commit renamed (or, for a version that already existed, deleted), so the same place under the version's folder."""
+    staged = Path(gate.data_docs or "")
+    names = [i for i, part in enumerate(staged.parts) if part.startswith(".staging")]
+    if not names or "://" in result.path:
+        return f"`{result.path}` (quality/ inside the version)"
+    committed = Path(result.path, *staged.parts[names[-1] + 1:])
+    return file_reference(committed, settings, "quality page")
 
 
 def run_dataset(settings: Settings) -> BuildResult:
@@ -23,7 +39,7 @@ def run_dataset(settings: Settings) -> BuildResult:
             ],
             description=(
                 f"dataset version {result.version_id}: quality gate {'passed, published' if gate.passed else 'FAILED, not published'}"
-                + (f"; Data Docs: {gate.data_docs}" if gate.data_docs else "")
+                + (f"; Data Docs: {quality_page(result, gate, settings)}" if gate.data_docs else "")
             ),
         )
     return result
@@ -36,4 +52,5 @@ def dataset_flow(root: str | None = None) -> BuildResult:
     Args:
         root: Output root holding the tables; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return run_dataset(build_settings(root))
+    with building("dataset", root) as settings:
+        return run_dataset(settings)

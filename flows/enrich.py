@@ -5,7 +5,8 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.artifacts import single_stage
-from ragprep.settings import Settings, build_settings
+from flows.runtime import building
+from ragprep.settings import Settings
 from tasks.stage import StageReport
 from tasks.wrappers import correct_task, describe_task, headers_task
 
@@ -22,7 +23,8 @@ def describe_flow(root: str | None = None) -> list[StageReport]:
     Args:
         root: Output root holding the ingested tables; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return single_stage(describe_task(build_settings(root)))
+    with building("describe", root) as settings:
+        return single_stage(describe_task(settings))
 
 
 @flow(name="correct")
@@ -32,7 +34,8 @@ def correct_flow(root: str | None = None) -> list[StageReport]:
     Args:
         root: Output root holding the ingested tables; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return single_stage(correct_task(build_settings(root)))
+    with building("correct", root) as settings:
+        return single_stage(correct_task(settings))
 
 
 @flow(name="headers")
@@ -42,4 +45,5 @@ def headers_flow(root: str | None = None) -> list[StageReport]:
     Args:
         root: Output root holding the ingested tables; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return single_stage(headers_task(build_settings(root)))
+    with building("headers", root) as settings:
+        return single_stage(headers_task(settings))

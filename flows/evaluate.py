@@ -8,7 +8,8 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
 from flows.artifacts import publish_markdown
-from ragprep.settings import Settings, build_settings
+from flows.runtime import deployment_settings
+from ragprep.settings import Settings
 from tasks.evaluate.retrieval import EvaluationSummary, options_from_settings
 from tasks.evaluate.retrieval_report import Comparison, evaluation_markdown
 from tasks.wrappers import compare_task, evaluate_task
@@ -49,7 +50,7 @@ def evaluate_flow(root: str | None = None, version: str | None = None, compare: 
         questions: test (the protocol) or all (every split's questions: a diagnostic with more questions for the
             untrained variants; the trained models are left out).
     """
-    settings = build_settings(root)
+    settings = deployment_settings(root)
     if compare:
         if len(compare) != 2:
             raise ValueError(f"compare takes two version ids, got {compare}")

@@ -7,7 +7,8 @@ from typing import Literal
 from prefect import flow
 
 from flows.artifacts import publish_markdown
-from ragprep.settings import Settings, build_settings
+from flows.runtime import deployment_settings
+from ragprep.settings import Settings
 from tasks.index.run import IndexReport
 from tasks.wrappers import build_index_task
 
@@ -30,4 +31,4 @@ def index_flow(root: str | None = None, version: str | None = None, variant: Lit
         version: Dataset version id to index; default the latest published (LATEST).
         variant: Chunk text to embed: v1 = report header + text (markdown_v1), v0 = without header; default index.variant (v1).
     """
-    return run_index_stage(build_settings(root), version, variant)
+    return run_index_stage(deployment_settings(root), version, variant)

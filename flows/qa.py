@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
-from flows.artifacts import publish_stages
-from ragprep.settings import Settings, build_settings
+from flows.artifacts import file_reference, publish_stages
+from flows.runtime import building
+from ragprep.settings import Settings
 from tasks.stage import StageReport
 from tasks.wrappers import judge_task, qa_task, review_report_task
 
 
-def publish_review(reports: Sequence[StageReport], report_path: str) -> None:
+def publish_review(reports: Sequence[StageReport], report_path: str, settings: Settings) -> None:
     """Flags per stage and type (the qa rules', the critic's low_quality ones) and where the expert review report is."""
     lines: list[str] = []
     for report in reports:
@@ -22,7 +23,7 @@ def publish_review(reports: Sequence[StageReport], report_path: str) -> None:
                   "", "| flag | pairs |", "|---|---|"]
         lines += [f"| {code} | {count} |" for code, count in sorted(report.flags.items())] or ["| (none) | 0 |"]
         lines.append("")
-    lines += [f"Review report: [{report_path}](file://{report_path})",
+    lines += [f"Review report: {file_reference(report_path, settings)}",
               "Apply the exported decisions with `ragprep review apply decisions.json --root ...`."]
     create_markdown_artifact(key="qa-review", markdown="\n".join(lines), description="QA flags and review report")
 
@@ -30,14 +31,14 @@ def publish_review(reports: Sequence[StageReport], report_path: str) -> None:
 def run_qa(settings: Settings) -> list[StageReport]:
     """Generate QA pairs, judge them (the critic approves), then write and announce the review report."""
     reports = [qa_task(settings), judge_task(settings)]
-    publish_review(reports, review_report_task(settings))
+    publish_review(reports, review_report_task(settings), settings)
     return reports
 
 
 def run_judge(settings: Settings) -> list[StageReport]:
     """Judge the current QA pairs again, then write and announce the review report."""
     reports = [judge_task(settings)]
-    publish_review(reports, review_report_task(settings))
+    publish_review(reports, review_report_task(settings), settings)
     return reports
 
 
@@ -48,7 +49,8 @@ def qa_flow(root: str | None = None) -> list[StageReport]:
     Args:
         root: Output root holding the ingested tables; default RAGPREP_ROOT or ./ragprep-data.
     """
-    reports = run_qa(build_settings(root))
+    with building("qa", root) as settings:
+        reports = run_qa(settings)
     publish_stages(reports)
     return reports
 
@@ -61,6 +63,7 @@ def judge_flow(root: str | None = None) -> list[StageReport]:
     Args:
         root: Output root holding the qa_pairs table; default RAGPREP_ROOT or ./ragprep-data.
     """
-    reports = run_judge(build_settings(root))
+    with building("judge", root) as settings:
+        reports = run_judge(settings)
     publish_stages(reports)
     return reports

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.artifacts import publish_markdown
-from ragprep.settings import build_settings
+from flows.runtime import deployment_settings
 from tasks.refmatch.run import RefmatchReport
 from tasks.wrappers import refmatch_task
 
@@ -24,6 +24,6 @@ def refmatch_flow(answers: str, root: str | None = None, out: str | None = None)
         root: Output root holding the search index; default RAGPREP_ROOT or ./ragprep-data.
         out: Parquet file to write; default <root>/refmatch/<answers file name>.parquet.
     """
-    result = refmatch_task(build_settings(root), answers, out)
+    result = refmatch_task(deployment_settings(root), answers, out)
     publish_markdown("refmatch", result.report(), f"reference matching of {result.input}")
     return result

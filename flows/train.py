@@ -7,8 +7,9 @@ from typing import Literal
 from prefect import flow
 
 from flows.artifacts import publish_markdown
+from flows.runtime import deployment_settings
 from ragprep.report import Report
-from ragprep.settings import Settings, build_settings
+from ragprep.settings import Settings
 from tasks.export.training import TrainingExport
 from tasks.train.run import TrainReport
 from tasks.wrappers import export_training_task, train_task
@@ -58,7 +59,7 @@ def export_training_flow(root: str | None = None, version: str | None = None, ou
         version: Dataset version id; default the latest published (LATEST).
         out: Output folder; default ROOT/exports/training/VERSION.
     """
-    return run_export_stage(build_settings(root), version, out)
+    return run_export_stage(deployment_settings(root), version, out)
 
 
 @flow(name="train")
@@ -74,4 +75,4 @@ def train_flow(target: Literal["retriever", "reranker"] = "retriever", root: str
         backend: retriever: adapter (default) or sentence-transformers; reranker: linear (default) or cross-encoder.
             The sentence-transformers backends need the [train] extra.
     """
-    return run_train_stage(build_settings(root), target, version, steps, backend)
+    return run_train_stage(deployment_settings(root), target, version, steps, backend)

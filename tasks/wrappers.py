@@ -15,6 +15,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from ragprep import progress
+from ragprep.errors import RagprepError
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from schemas.documents import DocumentRow
@@ -34,7 +35,7 @@ from tasks.ingest.run import (
     ingest_document,
     make_ocr_engine,
 )
-from tasks.mmdoc.run import NegativesReport, QuotesReport, run_negatives, run_quotes
+from tasks.mmdoc.run import NegativesReport, PoolFactory, QuotesReport, run_negatives, run_quotes
 from tasks.qa.review_report import write_review_report
 from tasks.qa.run import run_judge, run_qa
 from tasks.refmatch.run import RefmatchReport, run_refmatch
@@ -42,26 +43,44 @@ from tasks.stage import Progress, StageReport
 from tasks.train.run import TrainReport, run_train
 
 
-def _watched(name: str, unit: str = "items", min_step: int = 10) -> Progress:
-    """A progress callback for one stage or document: the terminal bar, plus a log line
-    at the end and at least every quarter of the way (and every ``min_step`` items)."""
-    show = progress.current().begin_document(name)
+def _watched(name: str, unit: str = "items", document: bool = False) -> Progress:
+    """A progress callback for one stage (or one ``document`` of ingest): the terminal bar, plus a log line
+    at most every ``progress.LOG_EVERY_S`` seconds and at the end (``progress.Throttled``)."""
+    sink = progress.current()
+    show = sink.begin_document(name) if document else sink.begin_stage(name, unit)
     logger = get_run_logger()
-    step = {"last": 0}
+    log = progress.Throttled(lambda done, total: logger.info("%s: %s %d/%d", name, unit, done, total))
 
     def report(done: int, total: int) -> None:
         show(done, total)
-        if done == total or done - step["last"] >= max(min_step, total // 4):
-            step["last"] = done
-            logger.info("%s: %s %d/%d", name, unit, done, total)
+        log(done, total)
 
     return report
+
+
+def _retryable(task, task_run, state) -> bool:
+    """Retry transient failures only: a RagprepError (the user must fix something) or a timeout (a hang) is final."""
+    try:
+        state.result()
+    except (RagprepError, TimeoutError):
+        return False
+    except Exception:  # noqa: BLE001 - anything else may be transient (a share, an endpoint)
+        return True
+    return True
+
+
+IO_RETRIES = {"retries": 2, "retry_delay_seconds": [5, 30], "retry_condition_fn": _retryable}
+"""Idempotent file work (discover, one document's part, the review report): a flaky share gets two more tries."""
+LLM_RETRIES = {"retries": 2, "retry_delay_seconds": [30, 120], "retry_condition_fn": _retryable}
+"""Generative stages (idempotent: replies are cached): an endpoint down for a minute gets two more tries."""
+DISCOVER_TIMEOUT_S = 600
+"""Listing the input folders past this is a hung share (the flow's own thread, where a timeout can interrupt)."""
 
 
 # -- ingest ----------------------------------------------------------------------------
 
 
-@task(name="discover", cache_policy=NO_CACHE)
+@task(name="discover", cache_policy=NO_CACHE, timeout_seconds=DISCOVER_TIMEOUT_S, **IO_RETRIES)
 def discover_task(paths: list[str], settings: Settings) -> list[DocumentRef]:
     """Find the documents under the given files and folders."""
     refs = discover([Path(p) for p in paths], settings)
@@ -69,13 +88,13 @@ def discover_task(paths: list[str], settings: Settings) -> list[DocumentRef]:
     return refs
 
 
-@task(name="ingest-document", task_run_name="ingest {ref.path}", cache_policy=NO_CACHE)
+@task(name="ingest-document", task_run_name="ingest {ref.path}", cache_policy=NO_CACHE, **IO_RETRIES)
 def ingest_document_task(ref: DocumentRef, settings: Settings) -> DocumentOutcome:
     """Extract and chunk one document into its part (or reuse the part of an unchanged one)."""
     logger = get_run_logger()
     name = Path(ref.path).name
     unit = "slide" if ref.format == "pptx" else "page"
-    report = _watched(name, unit, min_step=5)
+    report = _watched(name, unit, document=True)
     outcome = ingest_document(ref, settings, make_ocr_engine(settings, Layout(settings.root)), report)
     doc = outcome.document
     progress.current().end_document(name, doc.status)
@@ -109,7 +128,7 @@ def _generative_task(stage: str, runner: GenerativeRunner, summary: str):
 
     def run_stage(settings: Settings) -> StageReport:
         result = runner(settings, _watched(stage))
-        progress.current().end_document(stage, f"{result.flagged} flagged")
+        progress.current().end_stage(stage, f"{result.flagged} flagged")
         get_run_logger().info(
             "%s: %d items with %s/%s (%s), %d flagged %s",
             stage, result.items, result.provider, result.model, result.prompt, result.flagged, result.flags or "",
@@ -118,7 +137,7 @@ def _generative_task(stage: str, runner: GenerativeRunner, summary: str):
 
     run_stage.__doc__ = summary
     run_stage.__name__ = run_stage.__qualname__ = f"{stage}_task"
-    return task(name=stage, cache_policy=NO_CACHE)(run_stage)
+    return task(name=stage, cache_policy=NO_CACHE, **LLM_RETRIES)(run_stage)
 
 
 describe_task = _generative_task("describe", run_describe, "Describe every picture, chart and table (VLM text).")
@@ -128,7 +147,7 @@ qa_task = _generative_task("qa", run_qa, "Generate, flag and review-apply QA pai
 judge_task = _generative_task("judge", run_judge, "Score every QA pair with the critic; approve the ones it passes.")
 
 
-@task(name="review-report", cache_policy=NO_CACHE)
+@task(name="review-report", cache_policy=NO_CACHE, **IO_RETRIES)
 def review_report_task(settings: Settings) -> str:
     """Write the HTML review report of flagged QA pairs and the spot-check sample; returns its path."""
     qa = settings.qa
@@ -140,21 +159,22 @@ def review_report_task(settings: Settings) -> str:
 # -- mmdoc -------------------------------------------------------------------------------
 
 
-@task(name="quotes", cache_policy=NO_CACHE)
+@task(name="quotes", cache_policy=NO_CACHE, **LLM_RETRIES)
 def quotes_task(settings: Settings) -> QuotesReport:
     """Lay out documents into MMDocRAG quotes."""
-    result = run_quotes(settings, _watched("quotes", "documents", min_step=1))
-    progress.current().end_document("quotes", f"{result.quotes} quotes")
+    result = run_quotes(settings, _watched("quotes", "documents"))
+    progress.current().end_stage("quotes", f"{result.quotes} quotes")
     get_run_logger().info("quotes: %d from %d documents (%d reused), by type %s; failures: %s",
                           result.quotes, result.documents, result.reused, result.by_type, result.failures or "none")
     return result
 
 
-@task(name="negatives", cache_policy=NO_CACHE)
-def negatives_task(settings: Settings) -> NegativesReport:
-    """Mine candidate sets (gold + hard negatives) for every question."""
-    result = run_negatives(settings, _watched("negatives", "sets", min_step=1))
-    progress.current().end_document("negatives", f"{result.sets} sets")
+@task(name="negatives", cache_policy=NO_CACHE, **LLM_RETRIES)
+def negatives_task(settings: Settings, pool: PoolFactory | None = None) -> NegativesReport:
+    """Mine candidate sets (gold + hard negatives) for every question (``pool``: where new quote texts are embedded)."""
+    result = run_negatives(settings, _watched("negatives", "documents"), _watched("negatives: embedding", "quote texts"), pool)
+    progress.current().end_stage("negatives: embedding", f"{result.passages_embedded} embedded")
+    progress.current().end_stage("negatives", f"{result.sets} sets")
     get_run_logger().info(
         "negatives: %d candidate sets for %d questions (%d multi-quote), %d without gold, %d short; "
         "false-negative guard skipped %d containing the answer and %d above the gold margin (%.1f%% of %d examined)",
@@ -170,9 +190,14 @@ def negatives_task(settings: Settings) -> NegativesReport:
 @task(name="build-dataset-version", cache_policy=NO_CACHE)
 def build_version_task(settings: Settings) -> tuple[BuildResult, GateResult | None]:
     """Split, version, run the quality gate and publish when it passes."""
-    gate, outcome = quality_gate(settings)
-    result = build_version(settings, gate)
     logger = get_run_logger()
+    show = progress.current().begin_stage("dataset", "steps")
+    logger.info("dataset: quality gate over the working tables")
+    gate, outcome = quality_gate(settings)
+    show(1, 2)
+    result = build_version(settings, gate)
+    show(2, 2)
+    progress.current().end_stage("dataset", "published" if result.published else "not published")
     if not result.created:
         logger.info("dataset version %s already exists (%s): nothing new", result.version_id,
                     "published" if result.published else "rejected")
@@ -187,11 +212,11 @@ def build_version_task(settings: Settings) -> tuple[BuildResult, GateResult | No
 # -- index -------------------------------------------------------------------------------
 
 
-@task(name="build-search-index", cache_policy=NO_CACHE)
+@task(name="build-search-index", cache_policy=NO_CACHE, **LLM_RETRIES)
 def build_index_task(settings: Settings, version: str | None, variant: str | None) -> IndexReport:
     """Embed a dataset version's chunks (new or changed ones only) and write the search index."""
-    result = run_index(settings, version, variant, _watched("index", "passages embedded", min_step=64))
-    progress.current().end_document("index", f"{result.chunks} chunks")
+    result = run_index(settings, version, variant, _watched("index", "passages embedded"))
+    progress.current().end_stage("index", f"{result.chunks} chunks")
     get_run_logger().info(
         "search index %s of version %s: %d chunks, %d passages embedded, %d reused (%s), %s",
         result.variant, result.version_id, result.chunks, result.embedded, result.reused, result.embedder, result.path,
@@ -242,7 +267,7 @@ def train_task(settings: Settings, target: str, version: str | None, steps: int 
 def refmatch_task(settings: Settings, answers: str, out: str | None = None) -> RefmatchReport:
     """Link every segment of every answer in a (question, answer) JSONL to the chunk it came from; write the Parquet."""
     result = run_refmatch(settings, Path(answers), Path(out) if out else None, _watched("refmatch", "answers"))
-    progress.current().end_document("refmatch", f"{result.segments} segments")
+    progress.current().end_stage("refmatch", f"{result.segments} segments")
     get_run_logger().info(
         "refmatch: %d answers, %d segments (%d supported, %d below threshold, %d unsupported), %d scorer calls of %d naive; "
         "%d bad lines; %s", result.items, result.segments, result.supported, result.below_threshold, result.unsupported,

@@ -1,0 +1,91 @@
+"""What every flow checks before it writes: the root (not the code checkout under a deployment), the
+root's build lock, and the parameter types the Prefect UI form and API validate.
+
+Also the pull step of ``deploy/prefect.yaml`` (:func:`use_checkout`), which names ``RAGPREP_HOME``
+when it is missing instead of Prefect's bare ``StepExecutionError``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import prefect.runtime.deployment
+from pydantic import Field
+
+from ragprep.buildlock import build_lock
+from ragprep.errors import RagprepError
+from ragprep.settings import MAX_WORKERS, Settings, build_settings
+from ragprep.storage import sweep_leftovers
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+"""The code checkout these flows were imported from (a deployment's pull step makes it the working directory)."""
+
+Workers = Annotated[Optional[int], Field(ge=1, le=MAX_WORKERS)]
+"""The ``workers`` parameter: the Prefect UI form shows 1-MAX_WORKERS and the API refuses other values."""
+
+
+class CheckoutRootError(RagprepError):
+    """A deployment's root lies inside the code checkout."""
+
+
+def in_deployment() -> bool:
+    """Whether this flow run belongs to a deployment (started by a worker from a schedule, the UI or the API)."""
+    return bool(prefect.runtime.deployment.id)
+
+
+def refuse_checkout_root(root: Path) -> None:
+    """Under a deployment, refuse a root inside the code checkout (a nightly run must not write into the code)."""
+    if not in_deployment():
+        return  # `ragprep run` / `make demo` write ./ragprep-data beside the code on purpose
+    resolved = Path(root).resolve()
+    for checkout in {CHECKOUT, Path(os.environ.get("RAGPREP_HOME") or CHECKOUT).resolve()}:
+        if resolved.is_relative_to(checkout):
+            raise CheckoutRootError(
+                f"root {resolved} is inside the code checkout {checkout}: a deployment writes outside it; set RAGPREP_ROOT "
+                "to a data folder before `prefect deploy` (or pass the root parameter)"
+            )
+
+
+def deployment_settings(root: str | None = None, workers: int | None = None, ocr: bool | None = None) -> Settings:
+    """Settings of a flow that writes under the root but not the working tables (index, evaluate, train, refmatch).
+
+    An empty ``root`` (a deployment made while ``RAGPREP_ROOT`` was unset) means the worker's RAGPREP_ROOT.
+    """
+    settings = build_settings(root or None, workers, ocr)
+    refuse_checkout_root(settings.root)
+    return settings
+
+
+@contextmanager
+def building(flow: str, root: str | None = None, workers: int | None = None, ocr: bool | None = None) -> Iterator[Settings]:
+    """The settings of a flow that writes the working tables, with the root checked and its build lock held;
+    what killed runs left under the root (``ragprep.storage.sweep_leftovers``) is removed first."""
+    settings = deployment_settings(root, workers, ocr)
+    with build_lock(settings.root, flow):
+        sweep_leftovers(settings.root)  # with the lock held, any staging folder or temporary file is a killed run's
+        yield settings
+
+
+class MissingHomeError(RagprepError):
+    """RAGPREP_HOME is not set on the worker."""
+
+
+def use_checkout(directory: str | None = None) -> dict[str, str]:
+    """Pull step: make ``directory`` (``{{ $RAGPREP_HOME }}``, the ragprep code checkout) the working directory.
+
+    Prefect drops the argument when the variable is unset; this step then names the variable.
+    """
+    if not directory or "{{" in directory:
+        raise MissingHomeError(
+            "RAGPREP_HOME is not set on the worker: set it to the ragprep code checkout (the folder holding deploy/prefect.yaml) "
+            "in the worker's environment (`ragprep serve` sets it)"
+        )
+    path = Path(directory)
+    if not (path / "flows").is_dir():
+        raise MissingHomeError(f"RAGPREP_HOME={directory} is not a ragprep code checkout (no flows/ folder there); fix the variable")
+    os.chdir(path)
+    return {"directory": str(path)}
