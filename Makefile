@@ -6,7 +6,7 @@ ROOT ?= ragprep-data
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: demo test test-llm bench system-deps test-deps sample-docs clean
+.PHONY: demo serve test test-llm bench system-deps test-deps sample-docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ test-deps:
 demo: $(VENV)/.installed system-deps
 	$(VENV)/bin/ragprep run sample_docs --root $(ROOT)
 
+## ragprep as a service on this machine until Ctrl-C: Prefect server + UI, work pool, deployments, worker and the
+## report page on loopback (the root must be outside the checkout).
+SERVE_ROOT ?= $(HOME)/ragprep-data
+serve: $(VENV)/.installed system-deps
+	$(VENV)/bin/ragprep serve --root $(SERVE_ROOT)
+
 ## The test suite (installs what it needs; starts its own Prefect server on loopback).
 test: $(VENV)/.installed test-deps
 	$(PY) -m pytest
@@ -40,6 +46,7 @@ bench: $(VENV)/.installed system-deps
 	$(PY) bench/negatives.py
 	$(PY) bench/index.py
 	$(PY) bench/refmatch.py
+	$(PY) bench/pipeline.py
 
 ## Regenerate the committed sample documents (deterministic bytes).
 sample-docs: $(VENV)/.installed

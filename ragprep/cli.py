@@ -7,6 +7,7 @@ Flows are imported inside the commands that run them, so ``ragprep --help`` and
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from enum import Enum
@@ -16,14 +17,15 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ragprep import __version__
 from ragprep.catalog import CatalogError, run_query, to_csv, to_json
 from ragprep.errors import RagprepError
 from ragprep.offline import disable_vendor_telemetry
-from ragprep.settings import MAX_WORKERS, Settings, build_settings
-from ragprep.storage import Layout
+from ragprep.settings import MAX_WORKERS, Settings, build_settings, explain_invalid
+from ragprep.storage import DiskFullError, Layout, is_disk_full
 
 app = typer.Typer(
     name="ragprep",
@@ -58,8 +60,24 @@ def _settings(root: Path | None = None, workers: int | None = None, ocr: bool | 
     try:
         return build_settings(root, workers, ocr)
     except ValidationError as exc:
-        err.print(f"[red]invalid settings[/red] (RAGPREP_* environment or ragprep.toml):\n{exc}")
+        err.print(f"[red]invalid settings[/red] (RAGPREP_* environment or ragprep.toml):\n{escape(explain_invalid(exc))}")
         raise typer.Exit(2) from exc
+
+
+class _WarningLine(logging.Handler):
+    """ragprep's own warnings (settings, caches) as one yellow line each on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(f"[yellow]warning:[/yellow] {escape(record.getMessage())}")
+
+
+def _show_warnings() -> None:
+    logger = logging.getLogger("ragprep")
+    if not any(isinstance(h, _WarningLine) for h in logger.handlers):
+        handler = _WarningLine(logging.WARNING)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False  # the terminal line replaces Prefect's root console handler's copy
 
 
 def _version(value: bool) -> None:
@@ -77,6 +95,7 @@ def main(
     """ragprep: on-premise document-to-RAG-corpus pipeline."""
     disable_vendor_telemetry()  # before any command imports PyMuPDF (onnxruntime), Prefect or GX
     _widen_for_pipes()
+    _show_warnings()
 
 
 def quiet_prefect_environment() -> None:
@@ -86,12 +105,55 @@ def quiet_prefect_environment() -> None:
 
 def _prepare() -> None:
     quiet_prefect_environment()
+    _quiet_user_errors()
     if sys.stderr.isatty():
-        # Live bars replace per-page log lines on a terminal; warnings still print.
+        # Live bars replace per-page log lines on a terminal; warnings still print. Set before Prefect is
+        # imported (by _use_prefect_api), which reads its logging settings once.
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
         from ragprep import progress
 
         progress.install(progress.RichProgress(err))
+    _use_prefect_api()
+
+
+def _use_prefect_api() -> None:
+    """PREFECT_API_URL when set, else the server of a running `ragprep serve`, else a temporary server that dies
+    with this process (``flows.serve.use_prefect_api``); a server that does not start is one line, exit 2."""
+    from flows.serve import use_prefect_api
+
+    try:
+        use_prefect_api()
+    except RagprepError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+
+
+class _UserErrorsOnOneLine(logging.Filter):
+    """Prefect logs a failed task or flow with its traceback; for an error the user can fix (a
+    ``RagprepError``, a missing file) the message alone says what to do, so the traceback is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, (RagprepError, FileNotFoundError)) or (exc is not None and is_disk_full(exc)):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_user_errors() -> None:
+    for name in ("prefect.task_runs", "prefect.flow_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _UserErrorsOnOneLine) for f in logger.filters):
+            logger.addFilter(_UserErrorsOnOneLine())
+
+
+def _check_paths(paths: list[Path]) -> None:
+    """Missing inputs stop the run before anything starts, on one line (exit 1, as for no documents)."""
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        err.print(f"[red]error:[/red] no such file or folder: {escape(', '.join(missing))}; "
+                  "give existing files or folders of .pptx/.pdf documents")
+        raise typer.Exit(1)
 
 
 def _guarded(call):
@@ -100,6 +162,11 @@ def _guarded(call):
         return call()
     except (FileNotFoundError, RagprepError) as exc:
         err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    except OSError as exc:  # a full disk outside ragprep's own writers (Prefect's database, a library's files)
+        if not is_disk_full(exc):
+            raise
+        err.print(f"[red]error:[/red] {escape(str(DiskFullError(exc.filename, exc.errno)))}")
         raise typer.Exit(2) from exc
 
 
@@ -156,13 +223,25 @@ def _print_build(result) -> None:
     console.print(f"dataset version {result.version_id}: {state}; {result.path}")
 
 
-def _check_ingest(summary, paths: list[Path]) -> None:
-    if summary.run.n_documents == 0:
-        err.print(f"[red]no documents found[/red] under {', '.join(map(str, paths))} (supported: .pptx, .pdf)")
+def _ingested(call, settings: Settings):
+    """Run a flow that ingests (``_guarded``). When it found no documents or every document failed, the flow
+    run ends Failed with ``NothingIngestedError``: print its ingest summary, the outputs and the reason; exit 1."""
+    from tasks.ingest.run import NothingIngestedError
+
+    def attempt():
+        try:
+            return call()
+        except NothingIngestedError as exc:
+            return exc
+
+    result = _guarded(attempt)
+    if isinstance(result, NothingIngestedError):
+        if result.summary is not None:
+            _print_ingest(result.summary)
+        _print_outputs(settings)
+        err.print(f"[red]error:[/red] {escape(str(result))}")
         raise typer.Exit(1)
-    if summary.run.n_failed == summary.run.n_documents:
-        err.print("[red]every document failed[/red]; see the reason column")
-        raise typer.Exit(1)
+    return result
 
 
 PathsArgument = Annotated[list[Path], typer.Argument(help="Files or folders of .pptx/.pdf documents.")]
@@ -170,20 +249,45 @@ WorkersOption = Annotated[Optional[int], typer.Option(help=f"Documents processed
 OcrOption = Annotated[Optional[bool], typer.Option("--ocr/--no-ocr", help="Run Tesseract OCR (default on).")]
 
 
+class TaskRunner(str, Enum):
+    threads = "threads"
+    dask = "dask"
+
+
+TaskRunnerOption = Annotated[Optional[TaskRunner], typer.Option(
+    "--task-runner", help="threads (default) or dask: per-document work in processes of a Dask cluster, --dask-address "
+    "or a local one of --workers processes on 127.0.0.1 (env RAGPREP_TASK_RUNNER).", show_default=False)]
+DaskAddressOption = Annotated[Optional[str], typer.Option(
+    "--dask-address", help="Scheduler of an existing Dask cluster, tcp://host:8786 (env RAGPREP_DASK_ADDRESS).",
+    show_default=False)]
+
+
+def _use_task_runner(task_runner: TaskRunner | None, dask_address: str | None) -> None:
+    """The flows build their settings from the environment: pass the runner choice on through it."""
+    if task_runner is not None:
+        os.environ["RAGPREP_TASK_RUNNER"] = task_runner.value
+    if dask_address is not None:
+        os.environ["RAGPREP_DASK_ADDRESS"] = dask_address
+
+
 @app.command()
-def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
+def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None,
+        task_runner: TaskRunnerOption = None, dask_address: DaskAddressOption = None) -> None:
     """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers, qa, judge, quotes, negatives, dataset.
 
     Exits 1 only when no document was found or every document failed.
     """
+    _use_task_runner(task_runner, dask_address)
     settings = _settings(root, workers, ocr)
+    _check_paths(paths)
     _prepare()
     from flows.pipeline import pipeline_flow
 
-    summary = _guarded(
+    summary = _ingested(
         lambda: pipeline_flow(
             paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr.enabled
-        )
+        ),
+        settings,
     )
     _print_ingest(summary.ingest)
     _print_stages(summary.stages)
@@ -192,24 +296,29 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
     if summary.dataset is not None:
         _print_build(summary.dataset)
     _print_outputs(settings)
-    _check_ingest(summary.ingest, paths)
 
 
 @app.command()
-def ingest(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None) -> None:
-    """Extract documents and build chunks (the ingest stage alone)."""
+def ingest(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None,
+           task_runner: TaskRunnerOption = None, dask_address: DaskAddressOption = None) -> None:
+    """Extract documents and build chunks (the ingest stage alone).
+
+    Exits 1 when no document was found or every document failed.
+    """
+    _use_task_runner(task_runner, dask_address)
     settings = _settings(root, workers, ocr)
+    _check_paths(paths)
     _prepare()
     from flows.ingest import ingest_flow
 
-    summary = _guarded(
+    summary = _ingested(
         lambda: ingest_flow(
             paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr.enabled
-        )
+        ),
+        settings,
     )
     _print_ingest(summary)
     _print_outputs(settings)
-    _check_ingest(summary, paths)
 
 
 STAGE_HELP = {
@@ -361,11 +470,29 @@ def dataset(root: RootOption = None) -> None:
 
 
 @app.command()
-def versions(root: RootOption = None) -> None:
-    """List dataset versions (published and rejected) with their row counts."""
-    from tasks.dataset.versions import list_versions
+def versions(
+    root: RootOption = None,
+    verify: Annotated[bool, typer.Option(
+        "--verify", help="Check every file of each version (or of --version) against the sizes and SHA-256 its manifest "
+                         "recorded at publish; exit 1 when a file is missing, truncated or changed.")] = False,
+    version: Annotated[Optional[str], typer.Option("--version", help="With --verify: check only this version.")] = None,
+    set_latest: Annotated[Optional[str], typer.Option(
+        "--set-latest", help="Point LATEST at this published version (restores a deleted or dangling pointer).")] = None,
+) -> None:
+    """List dataset versions (published and rejected) with their row counts; LATEST is marked, and a
+    missing or dangling LATEST is reported on stderr with the command that restores it."""
+    from tasks.dataset.versions import latest_warning, list_versions
 
+    if version and not verify:
+        err.print("[red]error:[/red] --version names the version to check: use it with --verify")
+        raise typer.Exit(2)
     settings = _settings(root)
+    if set_latest:
+        _set_latest(settings, set_latest)
+    if verify:
+        _verify(settings, version)
+        return
+    _warn_latest(latest_warning, settings)
     table = Table(title=f"dataset versions under {settings.dataset_uri or f'{settings.root}/datasets'}")
     for column in ("version", "status", "created", "parent", "chunks (train/val/test)", "qa pairs (train/val/test)"):
         table.add_column(column)
@@ -383,6 +510,43 @@ def versions(root: RootOption = None) -> None:
         console.print("no versions yet: run `ragprep dataset` (or `ragprep run`)")
 
 
+def _warn_latest(latest_warning, settings: Settings, consequence: str = "") -> None:
+    """One stderr line when LATEST is missing or dangling although published versions exist (``consequence`` appended)."""
+    try:
+        problem = latest_warning(settings.root, settings.dataset_uri)
+    except (RagprepError, OSError):
+        return  # the command itself reports an unreadable store
+    if problem:
+        err.print(f"[yellow]warning:[/yellow] {escape(problem + consequence)}")
+
+
+def _set_latest(settings: Settings, version_id: str) -> None:
+    from tasks.dataset.versions import set_latest
+
+    _guarded(lambda: set_latest(settings.root, version_id, settings.dataset_uri))
+    err.print(f"LATEST now names {version_id}")
+
+
+def _verify(settings: Settings, version_id: str | None) -> None:
+    """``versions --verify``: one line per version, one per bad file; exit 1 when any file is missing, truncated or changed."""
+    from tasks.dataset.versions import verify_versions
+
+    results = _guarded(lambda: verify_versions(settings.root, version_id, settings.dataset_uri))
+    for result in results:
+        if not result.recorded:
+            console.print(f"{result.version_id}: no checksums recorded (published by an older ragprep)")
+        elif result.ok:
+            console.print(f"{result.version_id}: ok, {result.checked} files match the manifest")
+        else:
+            console.print(f"{result.version_id}: [red]{len(result.problems)} of {result.checked} files do not match[/red]")
+            for problem in result.problems:
+                console.print(f"  {problem.problem}: {escape(problem.path)} ({problem.detail})")
+    if not results:
+        console.print("no versions yet: run `ragprep dataset` (or `ragprep run`)")
+    if any(r.problems for r in results):
+        raise typer.Exit(1)
+
+
 @app.command()
 def diff(
     old: Annotated[str, typer.Argument(help="Older version id.")],
@@ -395,7 +559,7 @@ def diff(
     settings = _settings(root)
     try:
         diffs = diff_versions(settings.root, old, new, settings.dataset_uri)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RagprepError) as exc:  # RagprepError: an unreadable file of a version, named
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     table = Table(title=f"{old} -> {new}")
@@ -410,14 +574,20 @@ def diff(
 def sql(
     query: Annotated[str, typer.Argument(help="DuckDB SQL over documents, elements, chunks, headers, qa_pairs, quotes, mm_items, review, runs, ...")],
     root: RootOption = None,
-    version: Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the latest published).")] = None,
+    version: Annotated[Optional[str], typer.Option(
+        "--version", help="Dataset version (default: the latest published); `working`: the last run's working tables (tables/*.parquet).")] = None,
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
 ) -> None:
-    """Query with DuckDB: the latest dataset version (tables carry a split column), else the last run's tables.
+    """Query with DuckDB: the latest dataset version (tables carry a split column), else the last run's tables;
+    `--version working` queries the working tables even when versions exist.
 
     Example: ragprep sql "select split, count(*) from chunks group by 1"
     """
     settings = _settings(root)
+    if version is None:
+        from tasks.dataset.versions import latest_warning
+
+        _warn_latest(latest_warning, settings, "; this query reads the working tables (tables/*.parquet)")
     try:
         columns, rows = run_query(Layout(settings.root), query, version, settings.dataset_uri)
     except CatalogError as exc:
@@ -757,6 +927,38 @@ def refmatch(
 
     result = _guarded(lambda: refmatch_flow(answers=str(answers), root=str(settings.root), out=str(out) if out else None))
     _print_report(result.report())
+
+
+
+@app.command()
+def serve(
+    root: Annotated[Optional[Path], typer.Option("--root", help="Output root the deployments write (env RAGPREP_ROOT, "
+                                                  "default ~/ragprep-data; never inside the code checkout).", show_default=False)] = None,
+    port: Annotated[Optional[int], typer.Option("--port", help="Prefect server port (default: a free one).", min=1, max=65535)] = None,
+    web_port: Annotated[Optional[int], typer.Option("--web-port", help="Web root port (default: a free one).", min=1, max=65535)] = None,
+) -> None:
+    """Run ragprep as a service on this machine until Ctrl-C: a Prefect server (UI) on 127.0.0.1, the `ragprep`
+    process work pool, every deployment of deploy/prefect.yaml, a worker, and a read-only web page of the root's
+    review reports, quality pages and exports (artifact links point there).
+
+    While it runs, other ragprep commands on this machine report to its server instead of starting a temporary one.
+    """
+    chosen = root or (Path(os.environ["RAGPREP_ROOT"]) if os.environ.get("RAGPREP_ROOT") else Path.home() / "ragprep-data")
+    quiet_prefect_environment()
+    from flows.serve import Service
+
+    service = Service(chosen, port, web_port)
+    try:
+        service.start()
+    except RagprepError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    where = service.addresses()
+    console.print(f"Prefect UI:   {where['ui']}")
+    console.print(f"Prefect API:  {where['api']} (other ragprep commands here use it)")
+    console.print(f"reports:      {where['web']} (review reports, quality pages, exports of {where['root']})")
+    console.print("deployments:  work pool `ragprep`, one worker; Ctrl-C stops everything")
+    service.wait()
 
 
 if __name__ == "__main__":

@@ -8,14 +8,16 @@ file (``RAGPREP_CONFIG`` names another), then the defaults below.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -93,6 +95,29 @@ class PdfSettings(BaseModel):
     save_images: bool = Field(True, description="Save embedded PDF images (content-addressed).")
     max_image_pixels: int = Field(
         16_000_000, ge=100_000, description="Embedded PDF images larger than this are stored halved until they fit."
+    )
+
+
+class LimitsSettings(BaseModel):
+    """Limits that keep a hostile or broken file from exhausting the machine (env ``RAGPREP_LIMITS__*``).
+
+    A slide deck is a zip archive: before it is opened, every member's declared (uncompressed) size,
+    their total and each member's compression ratio are checked, and a deck over a limit fails with
+    the member named. Raise a limit only for files you trust.
+    """
+
+    model_config = _GROUP
+    max_member_bytes: int = Field(
+        512 * 2**20, ge=2**20, description="A deck fails when one archive member inflates to more than this (bytes)."
+    )
+    max_total_bytes: int = Field(
+        2 * 2**30, ge=2**20, description="A deck fails when its archive members together inflate to more than this (bytes)."
+    )
+    max_ratio: float = Field(
+        200.0, ge=10, description="A deck fails when a member inflates to more than this many times its compressed size ..."
+    )
+    ratio_min_bytes: int = Field(
+        2**20, ge=0, description="... counted only for members inflating to more than this (bytes): small XML passes."
     )
 
 
@@ -368,13 +393,13 @@ class RefmatchSettings(BaseModel):
     window_words: int = Field(60, ge=10, le=400, description="Chunks are compared in windows of about this many words.")
 
 
-OPERATIONAL_FIELDS = frozenset({"root", "workers", "dataset_uri"})
+OPERATIONAL_FIELDS = frozenset({"root", "workers", "dataset_uri", "public_url", "task_runner", "dask_address"})
 DOWNSTREAM_GROUPS = frozenset({"index", "train", "evaluate", "refmatch"})
 """Settings of stages that read a published dataset version: they never change what a version holds, so the
 version's settings hash leaves them out."""
 """Where outputs go and how fast: they never change what is produced, so no fingerprint includes them."""
 
-EXTRACTION_GROUPS = ("ocr", "pdf", "chunking")
+EXTRACTION_GROUPS = ("ocr", "pdf", "chunking", "limits")
 """What changes extraction and chunking: these key the per-document parts."""
 
 
@@ -397,6 +422,19 @@ class Settings(BaseSettings):
 
     root: Path = Field(Path("ragprep-data"), description="Where every output of ragprep lives.")
     workers: int = Field(2, ge=1, le=MAX_WORKERS, description="Documents processed at once (thread pool).")
+    task_runner: Literal["threads", "dask"] = Field(
+        "threads",
+        description="Where per-document work runs: threads of the flow's process, or dask: processes of a Dask cluster "
+        "(dask_address, else a local cluster of `workers` processes, 1 thread each, on 127.0.0.1).",
+    )
+    dask_address: str | None = Field(
+        None, description="Scheduler of an existing Dask cluster (tcp://host:8786) for task_runner = dask; none: a local one."
+    )
+    public_url: str | None = Field(
+        None,
+        description="Base URL of the root's web view (`ragprep serve` sets it for its worker, e.g. http://127.0.0.1:8765/): "
+        "artifact links to review reports and quality pages become http:// links into it; unset, artifacts show the path.",
+    )
     dataset_uri: str | None = Field(
         None,
         description="Where dataset versions live: a local path or s3://bucket/prefix (S3 connection from the standard "
@@ -409,6 +447,7 @@ class Settings(BaseSettings):
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     pdf: PdfSettings = Field(default_factory=PdfSettings)
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
     headers: HeaderSettings = Field(default_factory=HeaderSettings)
     qa: QaSettings = Field(default_factory=QaSettings)
@@ -460,11 +499,96 @@ class Settings(BaseSettings):
         return self.fingerprint(*EXTRACTION_GROUPS)
 
 
+OTHER_VARIABLES = frozenset({"RAGPREP_CONFIG", "RAGPREP_HOME", "RAGPREP_PUBLIC_URL", "RAGPREP_SERVE_STATE",
+                             "RAGPREP_TEST_LLM_BASE_URL"})
+"""``RAGPREP_*`` variables that are not settings but are read elsewhere (config file, deployments, tests)."""
+
+_log = logging.getLogger("ragprep.settings")
+_warned: set[str] = set()
+
+
+def setting_variables() -> list[str]:
+    """Every environment variable that sets a setting: ``RAGPREP_ROOT``, ``RAGPREP_OCR__ENABLED``, ..."""
+    return [*_group_variables(), *_leaf_variables()]
+
+
+def _group_variables() -> list[str]:
+    return [f"RAGPREP_{name.upper()}" for name in Settings.model_fields if _group_model(name) is not None]
+
+
+def _group_model(name: str) -> type[BaseModel] | None:
+    annotation = Settings.model_fields[name].annotation
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _leaf_variables() -> list[str]:
+    """Variables naming one field: top-level fields and ``GROUP__FIELD``."""
+    names = []
+    for name in Settings.model_fields:
+        group = _group_model(name)
+        if group is None:
+            names.append(f"RAGPREP_{name.upper()}")
+        else:
+            names.extend(f"RAGPREP_{name.upper()}__{sub.upper()}" for sub in group.model_fields)
+    return names
+
+
+def _closest(variable: str, known: list[str]) -> str | None:
+    """The known variable most like ``variable`` (compared without the common ``RAGPREP_`` prefix)."""
+    strip = len("RAGPREP_")
+    close = difflib.get_close_matches(variable[strip:], [k[strip:] for k in known], n=1, cutoff=0.6)
+    return f"RAGPREP_{close[0]}" if close else None
+
+
+def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
+    """One warning per ``RAGPREP_*`` variable that sets nothing, naming the closest setting.
+
+    Settings reject unknown fields from ``ragprep.toml`` and arguments, but pydantic-settings
+    ignores environment variables it cannot map, so ``RAGPREP_LLM_PROVIDER`` (one underscore)
+    would silently do nothing.
+    """
+    known = setting_variables()
+    known_set = set(known) | OTHER_VARIABLES
+    warnings = []
+    for var in sorted(environ if environ is not None else os.environ):
+        upper = var.upper()
+        if not upper.startswith("RAGPREP_") or upper in known_set:
+            continue
+        if any(upper.startswith(name + "__") for name in (*_leaf_variables(), *_group_variables())):
+            continue  # a key inside a dict setting, or a group field that validation reports (unknown fields are errors)
+        close = _closest(upper, known)
+        hint = f"; did you mean {close}?" if close else "; see `Settings` in ragprep/settings.py or README 'Settings'"
+        warnings.append(f"environment variable {var} is not a ragprep setting and is ignored{hint}")
+    return warnings
+
+
+def explain_invalid(exc: ValidationError) -> str:
+    """A settings validation error as one line per problem, each naming the setting, its variable and,
+    for an unknown name, the closest known one."""
+    lines = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        variable = "RAGPREP_" + "__".join(loc).upper()
+        line = f"{'.'.join(loc)} ({variable}): {error['msg']}"
+        if error["type"] == "extra_forbidden":
+            close = _closest(variable, setting_variables())
+            line += f"; did you mean {close}?" if close else ""
+        else:
+            line += f" (got {error.get('input')!r})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def build_settings(
     root: str | Path | None = None, workers: int | None = None, ocr: bool | None = None, **overrides: object
 ) -> Settings:
     """The one way entry points (CLI commands, Prefect flows) build settings: environment and
-    ``ragprep.toml``, with the explicit parameters that were given on top."""
+    ``ragprep.toml``, with the explicit parameters that were given on top. ``RAGPREP_*`` variables
+    that set nothing are logged as warnings (once per process)."""
+    for warning in unknown_variables():
+        if warning not in _warned:
+            _warned.add(warning)
+            _log.warning(warning)
     given: dict[str, object] = {k: v for k, v in overrides.items() if v is not None}
     if root is not None:
         given["root"] = Path(root)

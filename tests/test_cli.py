@@ -69,6 +69,8 @@ def test_exit_code_nonzero_only_when_every_document_failed(prefect_server, tmp_p
     proc = ragprep("run", str(tmp_path / "bad"), "--root", str(tmp_path / "out"), api_url=prefect_server)
     assert proc.returncode == 1
     assert "every document failed" in proc.stderr
+    assert "locked.pdf" in proc.stdout and "password-protected PDF" in proc.stdout  # the summary table, then the reason
+    assert "Traceback" not in proc.stderr
     shutil.copy(SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx", tmp_path / "bad" / "good.pptx")
     proc = ragprep("run", str(tmp_path / "bad"), "--root", str(tmp_path / "out"), api_url=prefect_server)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -76,11 +78,27 @@ def test_exit_code_nonzero_only_when_every_document_failed(prefect_server, tmp_p
 
 
 def test_missing_path_and_bad_settings(prefect_server, tmp_path):
+    """A missing input is one line and exit 1 (no document found) before Prefect starts; bad settings
+    are one line per problem naming the variable, with the closest known name for a typo."""
     proc = ragprep("run", str(tmp_path / "nowhere"), "--root", str(tmp_path / "out"), api_url=prefect_server)
-    assert proc.returncode == 2 and "no such file or directory" in proc.stderr
-    env_bad = {**os.environ, "RAGPREP_WORKERS": "zero"}
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "no such file or folder" in proc.stderr and "nowhere" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+    env_bad = {**os.environ, "RAGPREP_WORKERS": "zero", "RAGPREP_OCR__ENABLD": "false"}
     proc = subprocess.run([RAGPREP, "sql", "select 1"], capture_output=True, text=True, env=env_bad, cwd=tmp_path)
-    assert proc.returncode == 2 and "invalid settings" in proc.stderr and "workers" in proc.stderr
+    assert proc.returncode == 2 and "invalid settings" in proc.stderr
+    assert "workers (RAGPREP_WORKERS): Input should be a valid integer" in proc.stderr
+    assert "ocr.enabld (RAGPREP_OCR__ENABLD): Extra inputs are not permitted; did you mean RAGPREP_OCR__ENABLED?" in proc.stderr
+    assert "Traceback" not in proc.stderr and "errors.pydantic.dev" not in proc.stderr
+
+
+def test_unknown_variable_warns_with_the_closest_setting(tmp_path):
+    env = {**os.environ, "RAGPREP_LLM_PROVIDER": "openai"}
+    proc = subprocess.run([RAGPREP, "versions", "--root", str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("RAGPREP_LLM_PROVIDER") == 1
+    assert "warning: environment variable RAGPREP_LLM_PROVIDER is not a ragprep setting and is ignored; " \
+        "did you mean RAGPREP_LLM__PROVIDER?" in proc.stderr
 
 
 def test_help_lists_commands():

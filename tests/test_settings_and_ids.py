@@ -57,6 +57,27 @@ def test_invalid_setting_names_the_field(monkeypatch):
         Settings()
 
 
+def test_unknown_variables_name_the_closest_setting():
+    from ragprep.settings import unknown_variables
+
+    environ = {
+        "RAGPREP_LLM_PROVIDER": "openai",  # one underscore: pydantic-settings ignores it silently
+        "RAGPREP_ROOTS": "/x",
+        "RAGPREP_ZZZ_QQQ": "1",
+        "RAGPREP_ROOT": "/ok", "RAGPREP_LLM__PROVIDER": "openai", "RAGPREP_CONFIG": "x.toml",  # known
+        "RAGPREP_LLM__PRICES__GPT": "{}",  # a key inside a dict setting
+        "RAGPREP_OCR__ENABLD": "0",  # an unknown group field: validation refuses it (test above)
+        "PATH": "/bin",
+    }
+    warnings = unknown_variables(environ)
+    assert warnings == [
+        "environment variable RAGPREP_LLM_PROVIDER is not a ragprep setting and is ignored; did you mean RAGPREP_LLM__PROVIDER?",
+        "environment variable RAGPREP_ROOTS is not a ragprep setting and is ignored; did you mean RAGPREP_ROOT?",
+        "environment variable RAGPREP_ZZZ_QQQ is not a ragprep setting and is ignored; "
+        "see `Settings` in ragprep/settings.py or README 'Settings'",
+    ]
+
+
 def test_default_doc_type_rules():
     settings = Settings()
     assert settings.doc_type_for("crash_report_side_pole.pptx") == "test_report"

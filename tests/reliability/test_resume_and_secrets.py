@@ -50,6 +50,11 @@ def test_kill_9_mid_ingest_resumes_without_redoing_or_duplicating(prefect_server
     assert not (root / "tables" / "chunks.parquet").exists(), "killed before assembly: no tables yet"
     parts = {p: p.stat().st_mtime_ns for p in (root / "parts").glob("*/document.json")}
     assert len(parts) == 2 and len(finished) == 2
+    staging = root / "parts" / ".doc-killed.abc123"  # what a kill during a part's write leaves
+    staging.mkdir()
+    (staging / "chunks.parquet").write_bytes(b"PAR1 half")
+    old = os.stat(root).st_mtime - 3600
+    os.utime(staging, (old, old))
 
     from flows.ingest import ingest_flow
 
