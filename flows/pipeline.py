@@ -46,9 +46,12 @@ def summary_markdown(summary: PipelineSummary, settings: Settings) -> str:
     """The ``run-summary`` artifact: documents per change and status, chunks, QA pairs and flags, the gate,
     the version, and links to the review report and the version's quality page."""
     run = summary.ingest.run
-    qa = TableStore(Layout(settings.root)).read_arrow("qa_pairs")
+    layout = Layout(settings.root)
+    qa = TableStore(layout).read_arrow("qa_pairs")
     statuses = Counter(qa.column("status").to_pylist()) if qa is not None else Counter()
-    flags = Counter(code for report in summary.stages for code, n in report.flags.items() for _ in range(n))
+    flags: Counter[str] = Counter()
+    for report in summary.stages:
+        flags.update({code: n for code, n in report.flags.items() if n})
     lines = [
         f"**documents:** {run.n_documents} found: {run.n_new} new, {run.n_changed} changed, {run.n_unchanged} unchanged, "
         f"{run.n_removed} removed; {run.n_ok} ok, {run.n_partial} partial, {run.n_failed} failed, {run.n_duplicate} duplicate",
@@ -58,7 +61,6 @@ def summary_markdown(summary: PipelineSummary, settings: Settings) -> str:
         "**flags:** " + (", ".join(f"{code} {n}" for code, n in flags.most_common()) or "none"),
         f"**dataset:** {_gate_line(summary.dataset)}",
     ]
-    layout = Layout(settings.root)
     if layout.latest_review_report.exists():
         lines.append(f"**review report:** {file_reference(layout.latest_review_report, settings, 'review report')}")
     if summary.dataset is not None:

@@ -549,13 +549,14 @@ def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
     """
     known = setting_variables()
     known_set = set(known) | OTHER_VARIABLES
+    nested = tuple(name + "__" for name in known)  # a key inside a dict setting, or a group field validation reports
     warnings = []
     for var in sorted(environ if environ is not None else os.environ):
         upper = var.upper()
         if not upper.startswith("RAGPREP_") or upper in known_set:
             continue
-        if any(upper.startswith(name + "__") for name in (*_leaf_variables(), *_group_variables())):
-            continue  # a key inside a dict setting, or a group field that validation reports (unknown fields are errors)
+        if upper.startswith(nested):
+            continue
         close = _closest(upper, known)
         hint = f"; did you mean {close}?" if close else "; see `Settings` in ragprep/settings.py or README 'Settings'"
         warnings.append(f"environment variable {var} is not a ragprep setting and is ignored{hint}")
