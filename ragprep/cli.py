@@ -787,14 +787,33 @@ def evaluate(
     questions: Annotated[str, typer.Option("--questions", help="test (the protocol) | all: every split's questions, a "
                                            "diagnostic for the untrained variants (trained models left out).")] = "test",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    queries: Annotated[Optional[Path], typer.Option("--queries", help="A JSONL file of hand-written questions (document, page, "
+                                                    "answer keys; see tests/data/README.md): answer-in-hit scores of the "
+                                                    "index's passages vs two baselines, per language.")] = None,
 ) -> None:
     """Evaluate retrieval on a dataset version: its test-split questions against every chunk of every split.
+
+    With --queries FILE: hand-written questions instead, scored answer-in-hit (the hit is from the question's document
+    and holds every answer key) on the search index's passages (hybrid, BM25, dense) and on two baselines read from
+    the source files (one unit per page/slide; 400-word windows, 50 overlap; embedded once, cached), per language, with the hybrid fusion
+    tuned on the file and scored leave-one-family-out. Written to ROOT/evaluations/queries/NAME.json.
 
     MAP@1/5/10, MRR@10, Recall/Success@1/5/10 for header Ver.0 vs Ver.1, BM25 vs dense vs hybrid, vanilla vs the
     trained query adapter (`ragprep train retriever`), without / with re-ranking; per document type and modality;
     a leak diagnostic. Written to ROOT/evaluations/VERSION/ (Parquet + Markdown).
     """
     settings = _settings(root)
+    if queries is not None:
+        from tasks.evaluate.queries import run_query_evaluation
+
+        evaluation = _guarded(lambda: run_query_evaluation(settings, queries, progress=err.print))
+        if as_json:
+            sys.stdout.write(evaluation.model_dump_json(indent=2) + "\n")
+            return
+        for report in evaluation.reports():
+            _print_report(report)
+        console.print(f"written: {evaluation.written}")
+        return
     _prepare()
     from flows.evaluate import evaluate_flow
 

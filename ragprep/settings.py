@@ -299,7 +299,12 @@ class IndexSettings(BaseModel):
         "", description="sentence-transformers / openai: text put before every passage (E5 models: 'passage: ')."
     )
     batch_size: int = Field(64, ge=1, le=4096, description="Texts embedded per call.")
-    rrf_k: int = Field(60, ge=1, description="Reciprocal-rank fusion constant: hybrid score = sum of 1 / (rrf_k + rank).")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal-rank fusion constant for English (non-Korean) queries: hybrid score = "
+                       "1 / (rrf_k + dense rank) + bm25_weight / (rrf_k + BM25 rank).")
+    bm25_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in the hybrid fusion (dense weight 1), "
+                               "English (non-Korean) queries.")
+    rrf_k_ko: int = Field(60, ge=1, description="Reciprocal-rank fusion constant for Korean queries (a quarter of the letters Hangul).")
+    bm25_weight_ko: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in the hybrid fusion for Korean queries.")
     rrf_depth: int = Field(100, ge=1, description="Hybrid: candidates taken from each of the dense and BM25 rankings before fusion.")
     mode: Literal["dense", "bm25", "hybrid"] = Field("hybrid", description="Default retrieval mode of `ragprep search`.")
     variant: Literal["v1", "v0"] = Field(

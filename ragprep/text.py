@@ -1,9 +1,11 @@
 """Words for lexical matching: the one tokenizer of BM25 in ragprep (hard negatives and the search index).
 
 Lower-cased words of two or more characters; a Korean word is also kept without a trailing
-particle (조사), so ``충돌시험에서`` matches ``충돌시험`` and ``에어백은`` matches ``에어백``. No
-morphological analyser is needed (none can be downloaded here): the particle list covers the
-common case endings, longest first, and a stem must keep at least two syllables.
+particle (조사), so ``충돌시험에서`` matches ``충돌시험`` and ``에어백은`` matches ``에어백``, and a
+Hangul run of three or more syllables adds its syllable bigrams (``탄소중립위원회`` -> ``탄소``,
+``소중``, ``중립``, ...): Korean PDFs often lose their spaces (``2023년11월10일이수진의원이``), and a
+compound in the question must still meet its parts in the text. The particle list covers the common
+case endings, longest first, and a stem must keep at least two syllables.
 """
 
 from __future__ import annotations
@@ -12,16 +14,18 @@ import re
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 _HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
+_HANGUL_RUN_RE = re.compile(r"[\uac00-\ud7a3]{3,}")
 PARTICLES = ("에서는", "으로는", "에서", "으로", "에게", "까지", "부터", "은", "는", "이", "가", "을", "를", "의", "에", "로", "와", "과",
              "도", "만")
 """Korean particles stripped from the end of a word, longest first."""
 
-TOKENIZER_ID = "ragprep-words-ko-particles-1"
+TOKENIZER_ID = "ragprep-words-ko-particles-bigrams-2"
 """Names this rule in index manifests: an index whose BM25 was built by another rule must be rebuilt."""
 
 
 def tokens(text: str) -> list[str]:
-    """BM25 tokens: lower-cased words of 2+ characters; Korean words also without a trailing particle."""
+    """BM25 tokens: lower-cased words of 2+ characters; Korean words also without a trailing particle, and their
+    syllable bigrams."""
     out = []
     for word in _TOKEN_RE.findall(text.lower()):
         out.append(word)
@@ -30,4 +34,6 @@ def tokens(text: str) -> list[str]:
                 if word.endswith(particle) and len(word) - len(particle) >= 2:
                     out.append(word[: -len(particle)])
                     break
+            for run in _HANGUL_RUN_RE.findall(word):
+                out += [run[i:i + 2] for i in range(len(run) - 1)]
     return out

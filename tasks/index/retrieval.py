@@ -90,15 +90,32 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return candidates[order][:k]
 
 
-def rrf_fuse(rankings: Sequence[Sequence[str]], rrf_k: int = 60) -> list[tuple[str, float]]:
-    """Reciprocal-rank fusion: ``(id, sum of 1 / (rrf_k + rank))`` best first, ranks 1-based.
+@dataclass(frozen=True)
+class Fusion:
+    """How a hybrid search weighs its rankings: ``sum weight / (rrf_k + rank)``, dense weight 1, BM25 ``bm25_weight``."""
+
+    rrf_k: int = 60
+    bm25_weight: float = 1.0
+
+
+def query_language(text: str) -> str:
+    """``ko`` when a quarter or more of the query's letters are Hangul, else ``en``."""
+    letters = [c for c in text if c.isalpha()]
+    hangul = sum(1 for c in letters if "\uac00" <= c <= "\ud7a3")
+    return "ko" if letters and hangul * 4 >= len(letters) else "en"
+
+
+def rrf_fuse(rankings: Sequence[Sequence[str]], rrf_k: int = 60,
+             weights: Sequence[float] | None = None) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion: ``(id, sum of weight / (rrf_k + rank))`` best first, ranks 1-based (weights default 1).
 
     Ties: the better single rank first, then the id seen first (earlier ranking, earlier rank)."""
     scores: dict[str, float] = {}
     best: dict[str, int] = {}
-    for ranking in rankings:
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    for ranking, weight in zip(rankings, weights):
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (rrf_k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (rrf_k + rank)
             best[item] = min(best.get(item, rank), rank)
     seen = {item: position for position, item in enumerate(scores)}
     order = sorted(scores, key=lambda item: (-scores[item], best[item], seen[item]))
@@ -106,16 +123,20 @@ def rrf_fuse(rankings: Sequence[Sequence[str]], rrf_k: int = 60) -> list[tuple[s
 
 
 def ranked_hits(
-    mode: str, dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], k: int, rrf_k: int = 60
+    mode: str, dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], k: int, rrf_k: int = 60,
+    fusion: Fusion | None = None,
 ) -> list[Hit]:
-    """The top ``k`` hits of ``mode`` from a dense and a BM25 ranking (each ``(id, score)`` best first)."""
+    """The top ``k`` hits of ``mode`` from a dense and a BM25 ranking (each ``(id, score)`` best first).
+
+    A hybrid fuses them by ``fusion`` (default: plain RRF with ``rrf_k``)."""
     check_mode(mode)
     if mode == "dense":
         ranked = list(dense)
     elif mode == "bm25":
         ranked = list(lexical)
     else:
-        ranked = rrf_fuse([[c for c, _ in dense], [c for c, _ in lexical]], rrf_k)
+        fusion = fusion or Fusion(rrf_k, 1.0)
+        ranked = rrf_fuse([[c for c, _ in dense], [c for c, _ in lexical]], fusion.rrf_k, [1.0, fusion.bm25_weight])
     return [Hit(chunk_id=c, score=float(s), rank=r) for r, (c, s) in enumerate(ranked[:k], start=1)]
 
 
@@ -239,8 +260,9 @@ class Retriever:
         """The ``k`` best chunks for ``query`` in ``mode`` (dense | bm25 | hybrid)."""
         return self.search_many([query], k, mode)[0]
 
-    def search_many(self, queries: list[str], k: int = 10, mode: str = "hybrid") -> list[list[Hit]]:
-        """``search`` for every query, with the query embeddings computed in one batch."""
+    def search_many(self, queries: list[str], k: int = 10, mode: str = "hybrid",
+                    fusion: Fusion | None = None) -> list[list[Hit]]:
+        """``search`` for every query, with the query embeddings computed in one batch (``fusion``: see ``ranked_hits``)."""
         check_mode(mode)
         depth = k if mode != "hybrid" else max(k, self.rrf_depth)
         dense = self.dense_scores(queries) if mode != "bm25" else None
@@ -252,5 +274,5 @@ class Retriever:
                 dense_ranking = [(self.chunk_ids[i], float(scores[i])) for i in top_indices(scores, depth)]
             if mode != "dense":
                 lexical = [(self.chunk_ids[i], s) for i, s in self.bm25.ranking(query, depth)]
-            out.append(ranked_hits(mode, dense_ranking, lexical, k, self.rrf_k))
+            out.append(ranked_hits(mode, dense_ranking, lexical, k, self.rrf_k, fusion))
         return out

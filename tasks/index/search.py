@@ -13,10 +13,10 @@ from rich.markup import escape
 
 from ragprep.engines.embedders import EmbedderConfigError, EmbedderSpec, make_embedder
 from ragprep.report import Report
-from ragprep.settings import Settings
+from ragprep.settings import IndexSettings, Settings
 from ragprep.text import TOKENIZER_ID
 from tasks.dataset.versions import dataset_store
-from tasks.index.retrieval import check_mode
+from tasks.index.retrieval import Fusion, check_mode, query_language
 from tasks.index.store import IndexManifest, SearchIndex, index_folder
 
 SNIPPET_CHARS = 90
@@ -35,15 +35,15 @@ class SearchResult(BaseModel):
     hits: list[dict]
 
     def report(self) -> Report:
-        """The hits as a table for the terminal: rank, score, document, slide/page, title, split, start of the text.
+        """The hits as a table for the terminal: rank, score, document, slide/page, section path, split, start of the text.
 
         Cells are escaped for rich (a Markdown link ``[alt](path)`` would be read as markup)."""
-        rows = [[h["rank"], f"{h['score']:.4f}", escape(h["document"]), h["where"], escape(h["title"]), h["split"] or "",
-                 escape(_snippet(h["text"]))] for h in self.hits]
+        rows = [[h["rank"], f"{h['score']:.4f}", escape(h["document"]), h["where"], escape(h["section"] or h["title"]),
+                 h["split"] or "", escape(_snippet(h["text"]))] for h in self.hits]
         return Report(
             title=escape(f"{self.mode} search ({self.variant}, version {self.index_version}): {self.query}"),
-            columns=["#", "score", "document", "slide/page", "title", "split", "text"], rows=rows,
-            notes=[] if rows else ["no chunk matched"],
+            columns=["#", "score", "document", "slide/page", "section", "split", "text"], rows=rows,
+            notes=[] if rows else ["no passage matched"],
         )
 
 
@@ -51,6 +51,13 @@ def _snippet(text: str) -> str:
     body = text.split("\n---\n", 1)[-1] if "\n---\n" in text else text  # skip a report header block
     flat = " ".join(body.split())
     return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
+
+
+def fusion_for(index: IndexSettings, query: str) -> Fusion:
+    """The hybrid fusion of ``query``'s language: ``rrf_k_ko``/``bm25_weight_ko`` for Korean, else ``rrf_k``/``bm25_weight``."""
+    if query_language(query) == "ko":
+        return Fusion(index.rrf_k_ko, index.bm25_weight_ko)
+    return Fusion(index.rrf_k, index.bm25_weight)
 
 
 def staleness_warnings(manifest: IndexManifest, settings: Settings) -> list[str]:
@@ -83,6 +90,7 @@ def search_index(settings: Settings, query: str, k: int = 10, mode: str | None =
     manifest = index.manifest
     warnings = staleness_warnings(manifest, settings)
     embedder = make_embedder(manifest.embedder, settings, None) if mode != "bm25" else None
-    hits = index.search(query, k, mode, embedder, settings.index.rrf_k, settings.index.rrf_depth)
+    hits = index.search(query, k, mode, embedder, settings.index.rrf_k, settings.index.rrf_depth,
+                        fusion_for(settings.index, query))
     return SearchResult(query=query, mode=mode, k=k, variant=variant, index_version=manifest.version_id,
                         index_embedder=manifest.embedder_name, warnings=warnings, hits=[h.as_dict() for h in hits])

@@ -3,10 +3,12 @@
 One folder per text variant, ``<root>/index/<variant>/`` (``index.uri`` names another local
 folder)::
 
-    chunks.lance/      LanceDB table ``chunks``: chunk_id, document, slide/pages, title, split, text,
-                       text_hash and the passage ``vector`` (float32, L2-normalised)
-    bm25/              bm25s index over ragprep.text.tokens (Korean particles stripped)
-    chunk_ids.json     chunk id of each BM25 position (the table's row order)
+    chunks.lance/      LanceDB table ``chunks``, one row per passage (``tasks/index/passages.py``): passage_id,
+                       chunk_id (its chunk), position in the chunk, section path, context line, document,
+                       slide/page, title, split, text (the passage body), text_hash and the ``vector`` of
+                       context + body (float32, L2-normalised)
+    bm25/              bm25s index over ragprep.text.tokens of context + body
+    unit_ids.json      passage id of each BM25 position (the table's row order)
     manifest.json      the dataset version, variant and embedder it was built from, and counts
 
 A build is written to a staging folder beside the index and swapped in under an exclusive lock,
@@ -31,7 +33,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,16 +47,29 @@ from ragprep.engines.embedders import EmbedderSpec
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_bytes
-from tasks.index.retrieval import Bm25Ranker, Hit, Retriever, check_mode, embed_queries, ranked_hits, top_indices
+from tasks.index.retrieval import (
+    Bm25Ranker,
+    Fusion,
+    Hit,
+    Retriever,
+    check_mode,
+    embed_queries,
+    ranked_hits,
+    top_indices,
+)
 
 TABLE = "chunks"
 MANIFEST = "manifest.json"
 METADATA = pa.schema([
-    ("chunk_id", pa.string()), ("doc_id", pa.string()), ("document", pa.string()), ("source_path", pa.string()),
+    ("passage_id", pa.string()), ("chunk_id", pa.string()), ("position", pa.int32()), ("section", pa.string()),
+    ("context", pa.string()), ("doc_id", pa.string()), ("document", pa.string()), ("source_path", pa.string()),
     ("doc_type", pa.string()), ("unit", pa.string()), ("slide", pa.int32()), ("page_start", pa.int32()),
     ("page_end", pa.int32()), ("title", pa.string()), ("split", pa.string()), ("text", pa.string()), ("text_hash", pa.string()),
 ])
 """Every column of the LanceDB table but the vector."""
+UNIT_IDS = "unit_ids.json"
+UNITS = "passages"
+"""What one row of the index is; an index of another unit (an older ragprep's chunks) must be rebuilt."""
 
 
 class SearchIndexError(RagprepError):
@@ -71,6 +86,8 @@ class IndexManifest(BaseModel):
     embedder_name: str
     dim: int
     chunks: int
+    passages: int = 0
+    units: str = "chunks"
     embedded: int
     reused: int
     text_fallbacks: int
@@ -88,7 +105,9 @@ class SearchHit:
 
     rank: int
     score: float
+    passage_id: str
     chunk_id: str
+    section: str
     document: str
     where: str
     title: str
@@ -144,6 +163,16 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
+def indexed_text(context: str | None, text: str) -> str:
+    """What the encoder and BM25 see for a row: its context line(s), then its text."""
+    return f"{context}\n\n{text}" if context else text
+
+
+def indexed_texts(metadata: pa.Table) -> list[str]:
+    """``indexed_text`` of every row of ``metadata``."""
+    return [indexed_text(c, t) for c, t in zip(metadata.column("context").to_pylist(), metadata.column("text").to_pylist())]
+
+
 def write_index(folder: Path, metadata: pa.Table, vectors: np.ndarray, manifest: IndexManifest) -> Bm25Ranker:
     """Write the index of ``metadata`` rows (``METADATA`` columns) and their ``vectors`` to ``folder``, atomically."""
     import lancedb
@@ -158,9 +187,9 @@ def write_index(folder: Path, metadata: pa.Table, vectors: np.ndarray, manifest:
         staging = Path(tempfile.mkdtemp(prefix=f".staging-{folder.name}-", dir=folder.parent))
         try:
             lancedb.connect(str(staging)).create_table(TABLE, table)
-            ranker = Bm25Ranker.build(metadata.column("text").to_pylist())
+            ranker = Bm25Ranker.build(indexed_texts(metadata))
             ranker.save(staging / "bm25")
-            atomic_write_bytes(staging / "chunk_ids.json", json.dumps(metadata.column("chunk_id").to_pylist()).encode())
+            atomic_write_bytes(staging / UNIT_IDS, json.dumps(metadata.column("passage_id").to_pylist()).encode())
             manifest = manifest.model_copy(update={"bm25_vocabulary": ranker.vocabulary})
             atomic_write_bytes(staging / MANIFEST, manifest.model_dump_json(indent=2).encode())
             _swap(staging, folder)
@@ -189,14 +218,31 @@ def read_manifest(folder: Path) -> IndexManifest | None:
 class SearchIndex:
     """A built index opened for search: LanceDB for dense candidates and metadata, bm25s for BM25."""
 
-    def __init__(self, folder: Path, manifest: IndexManifest, table, bm25: Bm25Ranker, chunk_ids: list[str]) -> None:
+    def __init__(self, folder: Path, manifest: IndexManifest, table, bm25: Bm25Ranker, unit_ids: list[str]) -> None:
         self.folder = folder
         self.manifest = manifest
         self.table = table
         self.bm25 = bm25
-        self.chunk_ids = chunk_ids
-        self.position = {c: i for i, c in enumerate(chunk_ids)}
+        self.unit_ids = unit_ids
+        self.position = {c: i for i, c in enumerate(unit_ids)}
         self._matrix: np.ndarray | None = None
+        self._chunks: dict[str, list[int]] | None = None
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        """The distinct chunks the passages come from, in row order."""
+        return list(self._chunk_rows())
+
+    def _chunk_rows(self) -> dict[str, list[int]]:
+        if self._chunks is None:
+            rows = self.table.search().select(["passage_id", "chunk_id", "position"]).limit(max(1, len(self.unit_ids)))
+            table = rows.to_arrow().to_pylist()
+            ordered = sorted(table, key=lambda r: (self.position[r["passage_id"]]))
+            chunks: dict[str, list[tuple[int, int]]] = {}
+            for r in ordered:
+                chunks.setdefault(r["chunk_id"], []).append((r["position"], self.position[r["passage_id"]]))
+            self._chunks = {c: [row for _, row in sorted(v)] for c, v in chunks.items()}
+        return self._chunks
 
     @classmethod
     def open(cls, folder: Path) -> SearchIndex:
@@ -207,24 +253,29 @@ class SearchIndex:
         manifest = read_manifest(folder)
         if manifest is None:
             raise SearchIndexError(f"no search index in {folder}; build it with `ragprep index` (--variant {folder.name})")
+        if manifest.units != UNITS:
+            raise SearchIndexError(f"the index in {folder} holds {manifest.units}, this ragprep searches {UNITS}: "
+                                   f"rebuild it with `ragprep index --variant {folder.name}`")
         table = lancedb.connect(str(folder)).open_table(TABLE)
-        chunk_ids = json.loads((folder / "chunk_ids.json").read_text(encoding="utf-8"))
-        return cls(folder, manifest, table, Bm25Ranker.load(folder / "bm25"), chunk_ids)
+        unit_ids = json.loads((folder / UNIT_IDS).read_text(encoding="utf-8"))
+        return cls(folder, manifest, table, Bm25Ranker.load(folder / "bm25"), unit_ids)
 
     def dense_ranking(self, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
-        """``(chunk_id, cosine)`` of the ``depth`` nearest chunks (exact), best first; ties in row order."""
-        if not self.chunk_ids:
+        """``(passage_id, cosine)`` of the ``depth`` nearest passages (exact), best first; ties in row order."""
+        if not self.unit_ids:
             return []
         scores = self.vectors() @ np.asarray(vector, dtype=np.float32)
-        return [(self.chunk_ids[i], float(scores[i])) for i in top_indices(scores, depth)]
+        return [(self.unit_ids[i], float(scores[i])) for i in top_indices(scores, depth)]
 
     def bm25_ranking(self, query: str, depth: int) -> list[tuple[str, float]]:
-        """``(chunk_id, BM25)`` of the best ``depth`` chunks sharing a token with ``query``."""
-        return [(self.chunk_ids[i], s) for i, s in self.bm25.ranking(query, depth)]
+        """``(passage_id, BM25)`` of the best ``depth`` passages sharing a token with ``query``."""
+        return [(self.unit_ids[i], s) for i, s in self.bm25.ranking(query, depth)]
 
     def search(self, query: str, k: int = 10, mode: str = "hybrid", embedder: Embedder | None = None,
-               rrf_k: int = 60, rrf_depth: int = 100) -> list[SearchHit]:
-        """The ``k`` best chunks for ``query``; dense and hybrid need the index's embedder for the query."""
+               rrf_k: int = 60, rrf_depth: int = 100, fusion: Fusion | None = None) -> list[SearchHit]:
+        """The ``k`` best passages for ``query``; dense and hybrid need the index's embedder for the query.
+
+        ``fusion`` (default: plain RRF with ``rrf_k``) weighs the two rankings of a hybrid search."""
         check_mode(mode)
         depth = k if mode != "hybrid" else max(k, rrf_depth)
         dense: list[tuple[str, float]] = []
@@ -233,46 +284,64 @@ class SearchIndex:
                 raise ValueError(f"{mode} search needs the index's embedder")
             dense = self.dense_ranking(embed_queries(embedder, [query])[0], depth)
         lexical = self.bm25_ranking(query, depth) if mode != "dense" else []
-        return self.describe(ranked_hits(mode, dense, lexical, k, rrf_k))
+        return self.describe(ranked_hits(mode, dense, lexical, k, rrf_k, fusion))
 
     def describe(self, hits: list[Hit]) -> list[SearchHit]:
         """The hits with their chunks' metadata (document, slide/pages, title, split, text)."""
         if not hits:
             return []
         rows = self.table.take_offsets([self.position[h.chunk_id] for h in hits]).select(METADATA.names).to_arrow()
-        by_id = {r["chunk_id"]: r for r in rows.to_pylist()}
+        by_id = {r["passage_id"]: r for r in rows.to_pylist()}
         out = []
         for hit in hits:
             r = by_id[hit.chunk_id]
             out.append(SearchHit(
-                rank=hit.rank, score=round(hit.score, 6), chunk_id=hit.chunk_id, document=r["document"],
+                rank=hit.rank, score=round(hit.score, 6), passage_id=hit.chunk_id, chunk_id=r["chunk_id"],
+                section=r["section"] or "", document=r["document"],
                 where=where_in_document(r["slide"], r["page_start"], r["page_end"]), title=r["title"], split=r["split"],
                 doc_id=r["doc_id"], doc_type=r["doc_type"], source_path=r["source_path"], slide=r["slide"],
                 page_start=r["page_start"], page_end=r["page_end"], text=r["text"],
             ))
         return out
 
+    def expand(self, hit: SearchHit) -> SearchHit:
+        """Small-to-big: the hit with the text of its whole chunk (every passage of the chunk, in order)."""
+        rows = self._chunk_rows().get(hit.chunk_id, [])
+        if not rows:
+            return hit
+        texts = self.table.take_offsets(rows).select(["passage_id", "text"]).to_arrow().to_pylist()
+        by_id = {r["passage_id"]: r["text"] for r in texts}
+        body = "\n\n".join(by_id[self.unit_ids[row]] for row in rows)
+        return SearchHit(**{**hit.as_dict(), "text": body})
+
+    def chunk_hits(self, chunk_ids: Sequence[str]) -> list[SearchHit]:
+        """The named chunks the index holds, each as its first passage expanded to the whole chunk."""
+        rows = self._chunk_rows()
+        known = [c for c in dict.fromkeys(chunk_ids) if c in rows]
+        hits = self.describe([Hit(self.unit_ids[rows[c][0]], 0.0, n) for n, c in enumerate(known, start=1)])
+        return [self.expand(h) for h in hits]
+
     def vectors(self) -> np.ndarray:
-        """(n_chunks, dim) stored passage vectors in ``chunk_ids`` order (read from LanceDB once)."""
+        """(n_passages, dim) stored passage vectors in ``unit_ids`` order (read from LanceDB once)."""
         if self._matrix is None:
-            if not self.chunk_ids:
+            if not self.unit_ids:
                 self._matrix = np.zeros((0, self.manifest.dim), dtype=np.float32)
             else:
-                table = self.table.search().select(["chunk_id", "vector"]).limit(len(self.chunk_ids)).to_arrow()
+                table = self.table.search().select(["passage_id", "vector"]).limit(len(self.unit_ids)).to_arrow()
                 flat = table.column("vector").combine_chunks().flatten().to_numpy()
                 matrix = flat.reshape(table.num_rows, -1)
-                ids = table.column("chunk_id").to_pylist()
-                if ids != self.chunk_ids:  # scan order is write order for an index written once; reorder otherwise
+                ids = table.column("passage_id").to_pylist()
+                if ids != self.unit_ids:  # scan order is write order for an index written once; reorder otherwise
                     row = {c: i for i, c in enumerate(ids)}
-                    matrix = matrix[[row[c] for c in self.chunk_ids]]
+                    matrix = matrix[[row[c] for c in self.unit_ids]]
                 self._matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         return self._matrix
 
     def retriever(self, embedder: Embedder | None, rrf_k: int = 60) -> Retriever:
-        """An in-memory ``Retriever`` over the index's chunks with its stored vectors (no re-embedding)."""
-        rows = self.table.search().select(["chunk_id", "text"]).limit(max(1, len(self.chunk_ids))).to_arrow()
-        texts = dict(zip(rows.column("chunk_id").to_pylist(), rows.column("text").to_pylist()))
-        return Retriever(self.chunk_ids, [texts[c] for c in self.chunk_ids], embedder, rrf_k=rrf_k,
+        """An in-memory ``Retriever`` over the index's passages with its stored vectors (no re-embedding)."""
+        rows = self.table.search().select(["passage_id", "context", "text"]).limit(max(1, len(self.unit_ids))).to_arrow()
+        texts = dict(zip(rows.column("passage_id").to_pylist(), indexed_texts(rows)))
+        return Retriever(self.unit_ids, [texts[c] for c in self.unit_ids], embedder, rrf_k=rrf_k,
                          passage_vectors=self.vectors())
 
     def size_bytes(self) -> int:

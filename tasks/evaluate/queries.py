@@ -1,0 +1,323 @@
+"""``ragprep evaluate --queries FILE``: answer-in-hit retrieval scores on hand-written questions.
+
+A query file is JSONL, one question a line: ``{"id", "question", "lang": "en"|"ko", "family", "document"
+(file name), "page" | "slide", "answer_keys": [short strings the answer passage contains]}`` (see
+``tests/data/README.md``). A hit **answers** a question when it comes from the question's document and
+holds every answer key (compared after NFKC, lower-casing and removing whitespace). Per language:
+
+* ``answer@1`` — the first hit answers; ``answer@10`` — one of the first ten does;
+* ``MRR@10`` — mean of 1 / rank of the first answering hit (0 past ten);
+* ``median chars of hit 1`` — how much a reader has to read.
+
+Scored in one run, with the same embedder and BM25 tokenizer: the product's index (the passages of
+``ragprep index``: hybrid as configured, BM25, dense) and two baselines read from the source files
+(``tasks/evaluate/baselines.py``: one unit per page/slide, 400-word windows with 50 overlap).
+``tune_fusion`` chooses the hybrid's RRF constant and BM25 weight per language on the query set and
+reports it leave-one-family-out (or leave-one-document-out for a language with a single family).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from ragprep.errors import RagprepError
+from ragprep.report import Report
+from tasks.evaluate.baselines import Unit
+from tasks.index.passages import normalised
+from tasks.index.retrieval import Fusion, rrf_fuse
+
+K = 10
+DEPTH = 100
+"""Candidates taken from each of the dense and BM25 rankings before fusion."""
+RRF_KS = (2, 5, 10, 20, 40, 60, 100)
+BM25_WEIGHTS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+
+
+class QueryFileError(RagprepError):
+    """A query file that cannot be read; the message names the file, the line and the fix."""
+
+
+class Query(BaseModel):
+    """One hand-written question with its gold document, page or slide and answer keys."""
+
+    id: str
+    question: str
+    lang: str
+    family: str
+    document: str
+    page: int | None = None
+    slide: int | None = None
+    answer_keys: list[str]
+
+
+def load_queries(path: Path) -> list[Query]:
+    """The questions of a JSONL query file; raises ``QueryFileError`` naming the line at fault."""
+    if not path.is_file():
+        raise QueryFileError(f"{path}: no such query file (JSONL, one question a line; see tests/data/README.md)")
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            query = Query.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise QueryFileError(f"{path}:{number}: not a query line ({first}); each line needs id, question, lang, "
+                                 "family, document and answer_keys") from None
+        if not query.answer_keys:
+            raise QueryFileError(f"{path}:{number}: question {query.id} has no answer_keys; add the strings its answer holds")
+        out.append(query)
+    if not out:
+        raise QueryFileError(f"{path}: no questions in the file")
+    return out
+
+
+def answers(query: Query, document: str, text: str) -> bool:
+    """Whether a unit of ``document`` with ``text`` answers ``query`` (right document, every key in the text)."""
+    if document != query.document:
+        return False
+    flat = normalised(text)
+    return all(normalised(key) in flat for key in query.answer_keys)
+
+
+@dataclass(frozen=True)
+class Rankings:
+    """Per query, the dense and the BM25 ranking (unit ids, best first) of one system's units."""
+
+    name: str
+    units: dict[str, Unit]
+    dense: list[list[str]] | None
+    bm25: list[list[str]]
+
+    def ranked(self, mode: str, fusion: Fusion | None = None) -> list[list[str]]:
+        """Each query's ranking in ``mode`` (hybrid fused by ``fusion``, default plain RRF k=60)."""
+        if mode == "bm25":
+            return self.bm25
+        if self.dense is None:
+            raise ValueError(f"{self.name}: no dense rankings")
+        if mode == "dense":
+            return self.dense
+        fusion = fusion or Fusion()
+        return [[i for i, _ in rrf_fuse([d, b], fusion.rrf_k, [1.0, fusion.bm25_weight])]
+                for d, b in zip(self.dense, self.bm25)]
+
+
+def first_answer(query: Query, ranking: Sequence[str], units: dict[str, Unit], k: int = K) -> int | None:
+    """1-based rank of the first of the top ``k`` that answers ``query``; None when none does."""
+    for rank, unit_id in enumerate(ranking[:k], start=1):
+        unit = units[unit_id]
+        if answers(query, unit.document, unit.text):
+            return rank
+    return None
+
+
+class Scores(BaseModel):
+    """Answer-in-hit scores of one system and mode on one language's questions."""
+
+    system: str
+    mode: str
+    lang: str
+    questions: int
+    answer_at_1: float
+    answer_at_10: float
+    mrr_at_10: float
+    median_chars_hit1: float
+
+
+def score(system: str, mode: str, lang: str, queries: Sequence[Query], rankings: Sequence[Sequence[str]],
+          units: dict[str, Unit]) -> Scores:
+    """Scores of ``rankings`` (one per query, same order) for ``queries``."""
+    ranks = [first_answer(q, r, units) for q, r in zip(queries, rankings)]
+    chars = [len(units[r[0]].text) for r in rankings if r]
+    n = max(1, len(queries))
+    return Scores(
+        system=system, mode=mode, lang=lang, questions=len(queries),
+        answer_at_1=round(sum(r == 1 for r in ranks) / n, 3), answer_at_10=round(sum(r is not None for r in ranks) / n, 3),
+        mrr_at_10=round(sum(1 / r for r in ranks if r) / n, 3), median_chars_hit1=float(statistics.median(chars)) if chars else 0.0,
+    )
+
+
+def _mrr(queries: Sequence[Query], rankings: Sequence[Sequence[str]], units: dict[str, Unit]) -> tuple[float, float]:
+    ranks = [first_answer(q, r, units) for q, r in zip(queries, rankings)]
+    n = max(1, len(ranks))
+    return sum(1 / r for r in ranks if r) / n, sum(r == 1 for r in ranks) / n
+
+
+def best_fusion(queries: Sequence[Query], rankings: Rankings, rows: Sequence[int]) -> Fusion:
+    """The (rrf_k, bm25_weight) of the grid with the best MRR@10 (then answer@1) on the ``rows`` questions."""
+    chosen, best = Fusion(), (-1.0, -1.0)
+    subset = [queries[i] for i in rows]
+    for rrf_k in RRF_KS:
+        for weight in BM25_WEIGHTS:
+            fusion = Fusion(rrf_k, weight)
+            fused = [[u for u, _ in rrf_fuse([rankings.dense[i], rankings.bm25[i]], rrf_k, [1.0, weight])] for i in rows]
+            value = _mrr(subset, fused, rankings.units)
+            if value > best:
+                chosen, best = fusion, value
+    return chosen
+
+
+class Tuning(BaseModel):
+    """The fusion chosen on all of a language's questions and its held-out (leave-one-group-out) scores."""
+
+    lang: str
+    group_by: str
+    rrf_k: int
+    bm25_weight: float
+    held_out: Scores
+    per_group: dict[str, str]
+
+
+def tune_fusion(queries: Sequence[Query], rankings: Rankings, lang: str) -> Tuning:
+    """Choose the hybrid fusion for ``lang`` and score it leave-one-family-out (one document out with one family)."""
+    rows = [i for i, q in enumerate(queries) if q.lang == lang]
+    families = {queries[i].family for i in rows}
+    group_by = "family" if len(families) > 1 else "document"
+    group: Callable[[Query], str] = (lambda q: q.family) if group_by == "family" else (lambda q: q.document)
+    held_out: dict[int, list[str]] = {}
+    per_group = {}
+    for name in sorted({group(queries[i]) for i in rows}):
+        train = [i for i in rows if group(queries[i]) != name]
+        test = [i for i in rows if group(queries[i]) == name]
+        fusion = best_fusion(queries, rankings, train) if train else Fusion()
+        per_group[name] = f"k={fusion.rrf_k} w={fusion.bm25_weight}"
+        for i in test:
+            held_out[i] = [u for u, _ in rrf_fuse([rankings.dense[i], rankings.bm25[i]], fusion.rrf_k,
+                                                  [1.0, fusion.bm25_weight])]
+    overall = best_fusion(queries, rankings, rows)
+    scores = score(rankings.name, "hybrid tuned, held out", lang, [queries[i] for i in rows], [held_out[i] for i in rows],
+                   rankings.units)
+    return Tuning(lang=lang, group_by=group_by, rrf_k=overall.rrf_k, bm25_weight=overall.bm25_weight, held_out=scores,
+                  per_group=per_group)
+
+
+class QueryEvaluation(BaseModel):
+    """Everything ``evaluate --queries`` measured."""
+
+    queries_file: str
+    questions: int
+    languages: dict[str, int]
+    index: str
+    fusion: dict[str, str]
+    scores: list[Scores]
+    tuning: list[Tuning]
+    per_query: list[dict]
+    written: str | None = None
+
+    def reports(self) -> list[Report]:
+        """One table per language: system, mode, answer@1, answer@10, MRR@10, median chars of hit 1."""
+        out = []
+        for lang in self.languages:
+            rows = [[s.system, s.mode, f"{s.answer_at_1:.2f}", f"{s.answer_at_10:.2f}", f"{s.mrr_at_10:.2f}",
+                     f"{s.median_chars_hit1:,.0f}"] for s in self.scores if s.lang == lang]
+            notes = [f"hybrid fusion used by search ({lang}): {self.fusion.get(lang, '')}"]
+            for t in self.tuning:
+                if t.lang == lang:
+                    rows.append([t.held_out.system, t.held_out.mode, f"{t.held_out.answer_at_1:.2f}",
+                                 f"{t.held_out.answer_at_10:.2f}", f"{t.held_out.mrr_at_10:.2f}",
+                                 f"{t.held_out.median_chars_hit1:,.0f}"])
+                    notes.append(f"tuned on all {lang} questions: rrf_k={t.rrf_k}, bm25_weight={t.bm25_weight}; held out by "
+                                 f"{t.group_by}: " + ", ".join(f"{g} ({v})" for g, v in t.per_group.items()))
+            out.append(Report(
+                title=f"answer-in-hit retrieval, {lang}: {self.languages[lang]} questions of {Path(self.queries_file).name}",
+                columns=["system", "mode", "answer@1", "answer@10", "MRR@10", "median chars hit 1"], rows=rows, notes=notes,
+            ))
+        return out
+
+
+def unit_rankings(name: str, units: list[Unit], questions: list[str], query_vectors: np.ndarray | None,
+                  passage_vectors: np.ndarray | None, bm25) -> Rankings:
+    """Dense (when vectors are given) and BM25 rankings of ``units`` for every question."""
+    from tasks.index.retrieval import top_indices
+
+    ids = [u.unit_id for u in units]
+    dense = None
+    if query_vectors is not None and passage_vectors is not None and len(units):
+        matrix = query_vectors @ passage_vectors.T
+        dense = [[ids[j] for j in top_indices(row, DEPTH)] for row in matrix]
+    lexical = [[ids[j] for j, _ in bm25.ranking(q, DEPTH)] for q in questions]
+    return Rankings(name, {u.unit_id: u for u in units}, dense, lexical)
+
+
+def _product_units(index) -> list[Unit]:
+    """The index's passages as units (section path + body: what ``search`` shows), in BM25 position order."""
+    rows = index.table.search().select(["passage_id", "document", "slide", "page_start", "section", "text"]) \
+        .limit(max(1, len(index.unit_ids))).to_arrow().to_pylist()
+    by_id = {r["passage_id"]: r for r in rows}
+    out = []
+    for unit_id in index.unit_ids:
+        r = by_id[unit_id]
+        text = f"{r['section']}\n{r['text']}" if r["section"] else r["text"]
+        out.append(Unit(unit_id, r["document"], r["slide"] if r["slide"] is not None else r["page_start"], text))
+    return out
+
+
+def _source_paths(index) -> list[Path]:
+    rows = index.table.search().select(["source_path"]).limit(max(1, len(index.unit_ids))).to_arrow()
+    return [Path(p) for p in dict.fromkeys(rows.column("source_path").to_pylist()) if p]
+
+
+def run_query_evaluation(settings, path: Path, variant: str | None = None, baseline_dense: bool = True,
+                         progress: Callable[[str], None] | None = None) -> QueryEvaluation:
+    """Score ``path``'s questions on the product's index and both baselines (see the module doc)."""
+    from ragprep.engines.embedders import make_embedder
+    from ragprep.storage import Layout
+    from tasks.evaluate.baselines import page_units, window_units
+    from tasks.index.retrieval import Bm25Ranker, embed_passages, embed_queries
+    from tasks.index.search import fusion_for
+    from tasks.index.store import SearchIndex, index_folder
+
+    say = progress or (lambda _: None)
+    queries = load_queries(path)
+    questions = [q.question for q in queries]
+    folder = index_folder(settings, variant or settings.index.variant)
+    index = SearchIndex.open(folder)
+    layout = Layout(settings.root)
+    embedder = make_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
+    query_vectors = embed_queries(embedder, questions)
+    product = unit_rankings("ragprep passages", _product_units(index), questions, query_vectors, index.vectors(), index.bm25)
+    systems = [product]
+    sources = _source_paths(index)
+    for name, units in (("one unit per page/slide", page_units(sources)), ("400-word windows", window_units(sources))):
+        say(f"baseline {name}: {len(units)} units")
+        texts = [u.text for u in units]
+        vectors = embed_passages(embedder, texts) if baseline_dense else None
+        systems.append(unit_rankings(name, units, questions, query_vectors if baseline_dense else None, vectors,
+                                     Bm25Ranker.build(texts)))
+    languages = {lang: sum(q.lang == lang for q in queries) for lang in dict.fromkeys(q.lang for q in queries)}
+    scores = []
+    for lang in languages:
+        rows = [i for i, q in enumerate(queries) if q.lang == lang]
+        subset = [queries[i] for i in rows]
+        fusion = fusion_for(settings.index, subset[0].question)
+        for system in systems:
+            modes = ("hybrid", "bm25", "dense") if system.dense is not None else ("bm25",)
+            for mode in modes:
+                ranked = system.ranked(mode, fusion)
+                scores.append(score(system.name, mode if mode != "hybrid" else "hybrid (default)", lang, subset,
+                                    [ranked[i] for i in rows], system.units))
+    tuning = [tune_fusion(queries, product, lang) for lang in languages]
+    hybrid = {lang: product.ranked("hybrid", fusion_for(settings.index, next(q.question for q in queries if q.lang == lang)))
+              for lang in languages}
+    per_query = [_query_row(q, hybrid[q.lang][i], product.units) for i, q in enumerate(queries)]
+    fusions = {lang: str(fusion_for(settings.index, next(q.question for q in queries if q.lang == lang))) for lang in languages}
+    result = QueryEvaluation(queries_file=str(path), questions=len(queries), languages=languages, index=str(folder),
+                             fusion=fusions, scores=scores, tuning=tuning, per_query=per_query)
+    out = layout.evaluations_dir / "queries" / f"{path.stem}.json"
+    layout.write_json(out, result.model_dump())
+    return result.model_copy(update={"written": str(out)})
+
+
+def _query_row(query: Query, ranking: Sequence[str], units: dict[str, Unit]) -> dict:
+    top = units[ranking[0]] if ranking else None
+    return {"id": query.id, "lang": query.lang, "family": query.family, "question": query.question,
+            "gold": f"{query.document} {query.page or query.slide}", "answer_keys": query.answer_keys,
+            "rank": first_answer(query, ranking, units), "hit1": f"{top.document} {top.where}" if top else None,
+            "hit1_text": top.text[:700] if top else None}

@@ -1,0 +1,289 @@
+"""Passages: the search index's units, cut from a chunk's Markdown on its structure, each knowing where it sits.
+
+A chunk (one slide, one chapter or a window of pages) stays the unit of QA generation and provenance;
+retrieval needs smaller units. ``cut_passages`` splits a chunk's text into blocks — paragraphs, list
+items, Markdown tables (with the short caption line before them), headings, a slide's speaker notes —
+and packs consecutive blocks into passages of about ``min_words``..``max_words`` words (a Korean word
+without spaces counts one per ``KO_CHARS_PER_WORD`` syllables). A block longer than ``max_words`` is
+split: a table into groups of rows with its header row repeated, a paragraph into sentence groups.
+
+Each passage carries its **section path**: the chunk's heading path, the Markdown headings above it
+inside the chunk and the numbered clause it falls under (``S7.2.5 Dynamic performance ...``,
+``6.2.5.1.1.``, ``1.1.2 Supplied test data``, ``Ⅲ. 검토의견``), and its **context line**: the document's
+name with the standard it states (``FMVSS 214`` from ``§ 571.214`` or the file name, ``UN R95`` from
+``Regulation No. 95``) and, for a report, its header block. The context is put before the passage text
+for the encoder and BM25 (the seed's Ver.1 idea, per passage); what a reader sees is the passage body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+MIN_WORDS = 100
+MAX_WORDS = 300
+KO_CHARS_PER_WORD = 3
+"""A run of Hangul counts one word per this many syllables (Korean PDFs often lose their spaces)."""
+
+_HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*)$")
+_TABLE_LINE_RE = re.compile(r"^\s*\|")
+_TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}")
+_LIST_RE = re.compile(r"^\s*(?:[-*•▪◦]\s+|\(?[0-9a-z]{1,3}[.)]\s+|[①-⑳]\s*)")
+_NOTES_RE = re.compile(r"^\*\*(?:Speaker notes|Notes)\*\*\s*$", re.IGNORECASE)
+_CLAUSE_RE = re.compile(
+    r"^(?P<num>S\d+(?:\.\d+)*\.?|\d+(?:\.\d+)+\.?|\d+\.|[ⅠⅡⅢⅣⅤⅥⅦⅧⅨⅩIVX]+\.|제\d+조(?:의\d+)?)\s*(?P<title>[^\n]{0,90})"
+)
+_CAPTION_RE = re.compile(r"^(?:\*\*)?(?:table|tab\.|figure|fig\.|표|그림)\s*[\dA-Z]", re.IGNORECASE)
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?다])\s+")
+_PAGE_MARK_RE = re.compile(r"^-\s*\d+\s*-$")
+
+_STANDARD_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"fmvss[\s_-]*(\d{3})", re.IGNORECASE), "FMVSS {0}"),
+    (re.compile(r"§\s*571\.(\d{3})"), "FMVSS {0}"),
+    (re.compile(r"\b49\s*CFR\s*(?:§\s*)?571\.(\d{3})"), "FMVSS {0}"),
+    (re.compile(r"(?:UN(?:ECE)?[\s_-]*R|Regulation\s+No\.?\s*)(\d{1,3})\b", re.IGNORECASE), "UN R{0}"),
+    (re.compile(r"\bR(\d{2,3})\b(?=.*\b(?:unece|ece)\b)", re.IGNORECASE), "UN R{0}"),
+)
+"""Standards a document states (its file name, title or first text): the US CFR part 571 section is the FMVSS
+number; a UN/ECE regulation number is ``UN R<n>``."""
+
+_FAMILY_WORDS = (("euroncap", "Euro NCAP"), ("iihs", "IIHS"), ("nhtsa", "NHTSA"), ("unece", "UNECE"))
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One index unit: its body, where it sits (section path), the context put before it, and its chunk."""
+
+    passage_id: str
+    chunk_id: str
+    position: int
+    section: str
+    context: str
+    body: str
+    page: int | None = None
+
+    @property
+    def indexed(self) -> str:
+        """The text the encoder and BM25 see: the context line(s), then the body."""
+        return f"{self.context}\n\n{self.body}" if self.context else self.body
+
+
+@dataclass
+class _Block:
+    kind: str  # heading | table | list | notes | text
+    text: str
+    section: tuple[str, ...] = field(default_factory=tuple)
+
+
+def words(text: str) -> int:
+    """Word count for passage sizes: spaced words, with a Hangul run counted per ``KO_CHARS_PER_WORD`` syllables."""
+    count = 0
+    for token in text.split():
+        hangul = len(_HANGUL_RE.findall(token))
+        count += max(1, -(-hangul // KO_CHARS_PER_WORD)) if hangul else 1
+    return count
+
+
+def standard_names(*texts: str) -> list[str]:
+    """The standards named in ``texts`` (``FMVSS 214``, ``UN R95``), first seen first."""
+    found: list[str] = []
+    for text in texts:
+        flat = text.replace("_", " ")
+        for pattern, template in _STANDARD_RULES:
+            for match in pattern.finditer(flat):
+                name = template.format(str(int(match.group(1))))
+                if name not in found:
+                    found.append(name)
+    return found
+
+
+def document_label(file_name: str, title: str | None, first_text: str = "") -> str:
+    """The document's name for the context line: its standards, its organisation word and its title."""
+    stem = re.sub(r"\.[A-Za-z0-9]+$", "", file_name)
+    names = standard_names(stem, title or "") or standard_names(first_text[:3000])[:1]
+    lowered = stem.lower()
+    names += [label for word, label in _FAMILY_WORDS if word in lowered and not any(label in n for n in names)]
+    parts = [*names[:3]]
+    if title and title.strip() and title.strip() not in parts:
+        parts.append(" ".join(title.split())[:120])
+    parts.append(re.sub(r"[_\W]+", " ", stem).strip())  # file name words: "fmvss216 roof crush"
+    return " | ".join(dict.fromkeys(parts))
+
+
+def _clause(text: str) -> str | None:
+    first = text.strip().split("\n", 1)[0]
+    match = _CLAUSE_RE.match(first)
+    if not match:
+        return None
+    title = match.group("title").strip()
+    title = re.split(r"(?<=[.:])\s", title, maxsplit=1)[0] if title else ""
+    return f"{match.group('num')} {title}".strip()[:100]
+
+
+def _kind(text: str) -> str:
+    first = text.lstrip().split("\n", 1)[0]
+    if _HEADING_RE.match(first):
+        return "heading"
+    if _TABLE_LINE_RE.match(first):
+        return "table"
+    if _LIST_RE.match(first):
+        return "list"
+    return "text"
+
+
+def split_blocks(markdown: str, base: Sequence[str] = ()) -> list[_Block]:
+    """The chunk's blocks in order, each with its section path (``base`` + headings + numbered clause)."""
+    blocks: list[_Block] = []
+    headings: list[tuple[int, str]] = []
+    clause: str | None = None
+    in_notes = False
+    for raw in re.split(r"\n\s*\n", markdown):
+        text = raw.strip()
+        if not text or _PAGE_MARK_RE.match(text):
+            continue
+        if _NOTES_RE.match(text):
+            in_notes = True
+            continue
+        heading = _HEADING_RE.match(text.split("\n", 1)[0])
+        if heading and "\n" not in text:
+            level = len(heading.group(1))
+            headings = [h for h in headings if h[0] < level] + [(level, heading.group(2).strip())]
+            clause = None
+            continue
+        kind = "notes" if in_notes else _kind(text)
+        if kind == "text":
+            clause = _clause(text) or clause
+        path = list(base)
+        for _, title in headings:
+            if not all(part.strip() in path for part in title.split(" / ")):
+                path.append(title)
+        if clause and kind != "notes":
+            path.append(clause)
+        blocks.append(_Block(kind, text, tuple(path)))
+    return blocks
+
+
+def _table_groups(text: str, max_words: int) -> Iterator[str]:
+    lines = text.split("\n")
+    head = lines[:2] if len(lines) > 1 and _TABLE_RULE_RE.match(lines[1]) else lines[:1]
+    rows = lines[len(head):]
+    group: list[str] = []
+    for row in rows:
+        if group and words("\n".join(head + group + [row])) > max_words:
+            yield "\n".join(head + group)
+            group = []
+        group.append(row)
+    if group or not rows:
+        yield "\n".join(head + group)
+
+
+def _sentence_groups(text: str, max_words: int) -> Iterator[str]:
+    group: list[str] = []
+    for sentence in _SENTENCE_END_RE.split(text):
+        if group and words(" ".join(group + [sentence])) > max_words:
+            yield " ".join(group)
+            group = []
+        group.append(sentence)
+    if group:
+        yield " ".join(group)
+
+
+def _pieces(blocks: list[_Block], max_words: int) -> list[_Block]:
+    out: list[_Block] = []
+    for block in blocks:
+        if words(block.text) <= max_words:
+            out.append(block)
+            continue
+        parts = _table_groups(block.text, max_words) if block.kind == "table" else _sentence_groups(block.text, max_words)
+        out += [_Block(block.kind, part, block.section) for part in parts]
+    return out
+
+
+def _attach_captions(blocks: list[_Block]) -> list[_Block]:
+    """A short caption line just before a table travels with the table."""
+    out: list[_Block] = []
+    for block in blocks:
+        if block.kind == "table" and out and out[-1].kind == "text" and (
+            _CAPTION_RE.match(out[-1].text) or words(out[-1].text) <= 12
+        ):
+            caption = out.pop()
+            block = _Block("table", f"{caption.text}\n\n{block.text}", caption.section or block.section)
+        out.append(block)
+    return out
+
+
+def _pack(blocks: list[_Block], min_words: int, max_words: int) -> list[list[_Block]]:
+    groups: list[list[_Block]] = []
+    current: list[_Block] = []
+    size = 0
+    for block in blocks:
+        n = words(block.text)
+        notes_boundary = current and (block.kind == "notes") != (current[-1].kind == "notes") and size >= min_words // 2
+        section_boundary = current and block.section != current[-1].section and size >= min_words
+        if current and (size + n > max_words or notes_boundary or section_boundary):
+            groups.append(current)
+            current, size = [], 0
+        current.append(block)
+        size += n
+    if current:
+        if groups and size < min_words // 3 and sum(words(b.text) for b in groups[-1]) + size <= max_words:
+            groups[-1] += current
+        else:
+            groups.append(current)
+    return groups
+
+
+def passage_id(chunk_id: str, position: int, body: str) -> str:
+    """Content-derived id: the chunk, the position and the body."""
+    digest = hashlib.sha1(f"{chunk_id}\n{position}\n{body}".encode()).hexdigest()[:16]
+    return f"{chunk_id}#p{position}-{digest[:8]}"
+
+
+def strip_header(markdown_v1: str) -> tuple[str, str]:
+    """(report header block, body) of a Ver.1 text whose header ends with a ``---`` line; ("", text) otherwise."""
+    if "\n---\n" in markdown_v1:
+        header, body = markdown_v1.split("\n---\n", 1)
+        if len(header) <= 1500:
+            return header.strip(), body.strip()
+    return "", markdown_v1
+
+
+def cut_passages(chunk_id: str, text: str, heading_path: Sequence[str], label: str,
+                 min_words: int = MIN_WORDS, max_words: int = MAX_WORDS) -> list[Passage]:
+    """The passages of one chunk's text (Ver.1 or Ver.0 Markdown) with their section paths and context lines."""
+    header, body = strip_header(text)
+    blocks = _pieces(_attach_captions(split_blocks(body, heading_path)), max_words)
+    passages = []
+    for position, group in enumerate(_pack(blocks, min_words, max_words)):
+        section = " > ".join(group[0].section)
+        passage_body = "\n\n".join(b.text for b in group)
+        context = "\n".join(part for part in (label, section and f"Section: {section}", header) if part)
+        passages.append(Passage(passage_id(chunk_id, position, passage_body), chunk_id, position, section, context,
+                                passage_body))
+    return passages
+
+
+def normalised(text: str) -> str:
+    """NFKC, lower case, no whitespace: how answer keys and page texts are compared."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text)).lower()
+
+
+def comparable(text: str) -> str:
+    """``normalised`` text without Markdown marks (``#``, ``|``, ``*``, ``>``, ``-``), to find a passage in a page."""
+    return normalised(re.sub(r"[#|*>\-]", " ", text))
+
+
+def locate_page(body: str, pages: Sequence[tuple[int, str]], default: int | None) -> int | None:
+    """The page whose ``comparable`` text holds the start of ``body``; ``default`` when none does."""
+    probe = comparable(body)[:40]
+    if len(probe) < 8:
+        return default
+    for size in (40, 20):
+        for page, text in pages:
+            if probe[:size] in text:
+                return page
+    return default
