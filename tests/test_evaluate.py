@@ -204,3 +204,86 @@ def test_command_line_train_evaluate_compare_and_export(version_root, tmp_path, 
     assert (tmp_path / "exp" / "card.json").exists() and "retriever_train.jsonl" in exported.stdout
     missing = ragprep("evaluate", "--root", str(tmp_path / "nothing"), api_url=prefect_server)
     assert missing.returncode == 2 and "no published dataset version" in missing.stderr
+
+
+# -- answer-in-hit evaluation on hand-written questions (evaluate --queries) -------------------------
+
+from pathlib import Path  # noqa: E402
+
+from tasks.evaluate.baselines import Unit, window_units  # noqa: E402
+from tasks.evaluate.queries import (  # noqa: E402
+    Query,
+    QueryFileError,
+    Rankings,
+    answers,
+    load_queries,
+    score,
+    tune_fusion,
+)
+
+QUERIES = Path(__file__).parent / "data" / "queries.jsonl"
+
+
+def _query(qid: str, lang: str = "en", family: str = "f1", document: str = "a.pdf", keys=("42 mm",)) -> Query:
+    return Query(id=qid, question=f"question {qid}", lang=lang, family=family, document=document, page=1,
+                 answer_keys=list(keys))
+
+
+def test_the_dev_query_set_is_hand_written_gold_for_both_languages():
+    queries = load_queries(QUERIES)
+    assert len(queries) >= 80 and sum(q.lang == "ko" for q in queries) >= 15
+    assert len({q.id for q in queries}) == len(queries) and all(q.answer_keys for q in queries)
+    assert all((q.page is None) != (q.slide is None) for q in queries)  # a page for a PDF, a slide for a deck
+    assert {"fmvss", "unece", "euroncap", "iihs", "nhtsa", "book", "decks", "ko"} <= {q.family for q in queries}
+    assert any("FMVSS 214" in q.question for q in queries)
+
+
+def test_a_bad_query_line_names_its_file_and_line(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "a", "question": "q", "lang": "en", "family": "f", "document": "d.pdf", "answer_keys": ["x"]}\n'
+                    '{"id": "b", "question": "no keys"}\n', encoding="utf-8")
+    with pytest.raises(QueryFileError, match=r"q\.jsonl:2: not a query line"):
+        load_queries(path)
+    with pytest.raises(QueryFileError, match="no such query file"):
+        load_queries(tmp_path / "missing.jsonl")
+
+
+def test_a_hit_answers_from_the_right_document_with_every_key_spacing_and_case_ignored():
+    query = _query("q", keys=("2023년11월10일", "Rib Deflection"))
+    assert answers(query, "a.pdf", "2023년 11월 10일 ... the rib\ndeflection criterion")
+    assert not answers(query, "b.pdf", "2023년 11월 10일 rib deflection")  # another document
+    assert not answers(query, "a.pdf", "2023년 11월 10일 only")  # a key missing
+
+
+def test_scores_on_hand_computed_rankings():
+    units = {"g1": Unit("g1", "a.pdf", 1, "x" * 100 + " 42 mm"), "g2": Unit("g2", "a.pdf", 2, "42 mm" + "y" * 300),
+             "o1": Unit("o1", "b.pdf", 1, "42 mm"), "n1": Unit("n1", "a.pdf", 3, "nothing")}
+    queries = [_query("q1"), _query("q2"), _query("q3")]
+    rankings = [["g1", "o1"], ["o1", "n1", "g2"], ["n1", "o1"]]
+    s = score("sys", "bm25", "en", queries, rankings, units)
+    # q1 answered at 1, q2 at 3 (b.pdf holds the key but is the wrong document), q3 never
+    assert (s.answer_at_1, s.answer_at_10, s.mrr_at_10) == (round(1 / 3, 3), round(2 / 3, 3), round((1 + 1 / 3) / 3, 3))
+    assert s.median_chars_hit1 == 7.0  # hit 1 lengths: 106, 5, 7
+
+
+def test_fusion_is_tuned_on_the_other_families_and_scored_held_out():
+    # every question's answer is BM25's first hit and dense's third: a BM25-heavy fusion wins everywhere
+    units = {f"{kind}{i}": Unit(f"{kind}{i}", "a.pdf", 1, "42 mm" if kind == "g" else "other")
+             for i in range(6) for kind in ("g", "d", "e")}
+    queries = [_query(f"q{i}", family=f"f{i % 3}") for i in range(6)]
+    dense = [[f"d{i}", f"e{i}", f"g{i}"] for i in range(6)]
+    bm25 = [[f"g{i}", f"d{i}"] for i in range(6)]
+    tuning = tune_fusion(queries, Rankings("sys", units, dense, bm25), "en")
+    assert tuning.group_by == "family" and set(tuning.per_group) == {"f0", "f1", "f2"}
+    assert tuning.bm25_weight > 1.0 and tuning.held_out.answer_at_1 == 1.0
+    plain = Rankings("sys", units, dense, bm25).ranked("hybrid")
+    assert score("sys", "hybrid", "en", queries, plain, units).answer_at_1 < 1.0  # plain RRF k=60 puts d first
+
+
+def test_window_baseline_overlaps_fifty_words():
+    from tests.conftest import SAMPLE_DOCS
+
+    units = window_units([SAMPLE_DOCS / "textbook_vehicle_safety.pdf"], size=400, overlap=50)
+    assert len(units) >= 3 and all(len(u.text.split()) <= 400 for u in units)
+    first, second = units[0].text.split(), units[1].text.split()
+    assert first[-50:] == second[:50] and units[0].document == "textbook_vehicle_safety.pdf"

@@ -259,6 +259,23 @@ def test_answer_prompt_is_strict_and_the_extractive_answer_says_what_it_is():
         "HIC15: Measured Driver 412.6, Limit 700."]
 
 
+def test_the_extractive_answer_quotes_the_best_matching_passage_or_says_none_matches():
+    from tasks.refmatch.answer import NO_ANSWER, extractive_sentences
+
+    passages = [
+        Passage("p1", "weekly.pptx", "slide 4", "Risks and Open Issues", "Inflator supplier capacity limited to 1,800 units "
+                "per week. Second source qualification planned for Q1. Sled facility closed for maintenance in week 50."),
+        Passage("p2", "weekly.pptx", "slide 2", "Agenda", "Review frontal offset test FO-2024-017. Inflator supplier "
+                "capacity was discussed with purchasing last week."),
+    ]
+    # the first passage with a matching sentence answers, with its matching sentences only
+    assert extractive_sentences("What is the inflator supplier capacity per week?", passages) == [
+        "Inflator supplier capacity limited to 1,800 units per week."]
+    # the best passage has nothing on the question: the next one that has answers
+    assert extractive_sentences("Which frontal offset test is reviewed?", passages) == ["Review frontal offset test FO-2024-017."]
+    assert answer_body(extractive_answer("What colour is the crash dummy's jacket?", passages)) == NO_ANSWER
+
+
 # -- the refmatch stage over a JSONL ------------------------------------------------------------
 
 
@@ -266,7 +283,7 @@ class MemorySource:
     """A Retriever-like ranking held in memory (tests only): candidates by word overlap with question + answer."""
 
     def __init__(self, candidates: list[Candidate]) -> None:
-        self.hits = {c.chunk_id: SearchHit(rank=0, score=0.0, chunk_id=c.chunk_id, document=f"{c.chunk_id}.pptx", where="slide 1",
+        self.hits = {c.chunk_id: SearchHit(rank=0, score=0.0, passage_id=c.chunk_id, chunk_id=c.chunk_id, section="", document=f"{c.chunk_id}.pptx", where="slide 1",
                                            title=c.title, split="train", doc_id=c.chunk_id, doc_type=None,
                                            source_path=f"/docs/{c.chunk_id}.pptx", slide=1, page_start=None, page_end=None,
                                            text=c.text) for c in candidates}
@@ -331,6 +348,9 @@ def test_ask_answers_extractively_and_cites_the_table_row(indexed):
     hic = [s for s in result.segments if "412.6" in s.text]
     assert hic and hic[0].status == "supported" and hic[0].document == "crash_report_frontal_offset.pptx"
     assert hic[0].where == "slide 3" and hic[0].title.startswith("Dummy Measurements")
+    assert hic[0].section.startswith("Dummy Measurements") and hic[0].passage_id.startswith(hic[0].chunk_id + "#p")
+    cited = result.passages[hic[0].passage - 1]
+    assert cited.passage_id == hic[0].passage_id and "412.6" in " ".join(s.text for s in result.segments)
     assert all(s.passage is not None for s in result.segments if s.status == "supported")
     assert 0 < result.scorer_calls <= result.naive_calls < result.naive_calls_corpus
     lines = result.lines()

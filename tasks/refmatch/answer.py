@@ -1,10 +1,13 @@
 """The answer step of ``ragprep ask``: the configured provider answers from the top chunks.
 
-Prompt ``answer_question`` (``prompts/answer_question/v1.toml``) gets the question and the passages.
-The heuristic provider's rule is **extractive**: it picks the sentences of the top chunks that share
-the most content words with the question (at most ``max_sentences``, two per chunk, in the chunks'
-order) and says so on its first line (``EXTRACTIVE_LABEL``), which is not part of the answer the
-matcher cites.
+Prompt ``answer_question`` (``prompts/answer_question/v1.toml``) gets the question and the passages
+(their ``title`` is the passage's section path). The heuristic provider's rule is **extractive**: it
+answers from the best passage that has a sentence (or table row) matching the question — one that
+holds at least ``MATCH`` of the question's content-word weight (rare words weigh more), counting what
+the passage's document, section and header say — and quotes that passage's matching sentences, best
+first (at most ``max_sentences``, in the passage's order). It says so on its first line
+(``EXTRACTIVE_LABEL``), which is not part of the answer the matcher cites, and answers
+``NO_ANSWER`` when no retrieved passage has a matching sentence.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from tasks.refmatch.sentences import split_sentences
 EXTRACTIVE_LABEL = "Extractive answer (rules, no model):"
 NO_ANSWER = "The retrieved passages do not answer this question."
 MIN_WORDS = 4
+MATCH = 0.34
+"""Share of the question's content-word weight a sentence (with its passage's context) must hold to answer it."""
 HEADER_RULE = "\n---\n"
 """What separates a Ver.1 chunk's report header block from its body."""
 
 
 @dataclass(frozen=True)
 class Passage:
-    """A retrieved chunk as the answer prompt shows it."""
+    """A retrieved passage as the answer prompt shows it (``title``: its section path, else its chunk's title)."""
 
     chunk_id: str
     document: str
@@ -96,34 +101,41 @@ def _answer_units(text: str) -> list[str]:
 
 
 def _context(passage: Passage) -> str:
-    """What a passage's sentences are about: its document, title and report header block (Ver.1 texts)."""
+    """What a passage's sentences are about: its document, title or section path and report header block (Ver.1 texts)."""
     header = passage.text.split(HEADER_RULE, 1)[0] if HEADER_RULE in passage.text else ""
     return f"{passage.document} {passage.title} {header}".replace("_", " ")
 
 
-def extractive_sentences(question: str, passages: Sequence[Passage], max_sentences: int = 3) -> list[str]:
-    """The passages' sentences (table rows too) that best share the question's content words, rare words weighing more."""
+def matching_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[int, float, int, str]]:
+    """``(passage rank, score, position, sentence)`` of every sentence that matches the question (score >= ``MATCH``).
+
+    A sentence's score is the share of the question's content-word weight found in the sentence together with its
+    passage's context (document, section, header), provided the sentence itself holds some of it."""
     stems = {stem(w) for w in content_words(question)}
     units = [_answer_units(p.text) for p in passages]
     idf = _weights(units)
-    scored = []
+    out = []
     for rank, (passage, sentences) in enumerate(zip(passages, units)):
-        context = _overlap(stems, _context(passage), idf)
+        context = {stem(w) for w in content_words(_context(passage))}
         for position, sentence in enumerate(sentences):
             own = _overlap(stems, sentence, idf)
-            score = (0.7 * own + 0.3 * context) * (1.0 - 0.05 * rank)
-            if own > 0:
-                scored.append((score, rank, position, sentence))
-    chosen: list[tuple[int, int, str]] = []
-    per_chunk: dict[int, int] = {}
-    for _, rank, position, text in sorted(scored, key=lambda s: (-s[0], s[1], s[2])):
-        if len(chosen) >= max_sentences:
-            break
-        if per_chunk.get(rank, 0) >= 2 or any(text == c[2] for c in chosen):
-            continue
-        per_chunk[rank] = per_chunk.get(rank, 0) + 1
-        chosen.append((rank, position, text))
-    return [text for _, _, text in sorted(chosen)]
+            together = _overlap(stems, f"{sentence} {' '.join(context)}", idf)
+            if own > 0 and together >= MATCH:
+                out.append((rank, round(0.7 * own + 0.3 * together, 6), position, sentence))
+    return out
+
+
+def extractive_sentences(question: str, passages: Sequence[Passage], max_sentences: int = 3) -> list[str]:
+    """The best passage's sentences (table rows too) that match the question, best ``max_sentences`` in passage order.
+
+    The best passage is the first in retrieval order with a matching sentence; empty when none has one."""
+    found = matching_sentences(question, passages)
+    if not found:
+        return []
+    best = min(rank for rank, _, _, _ in found)
+    mine = sorted((f for f in found if f[0] == best), key=lambda f: (-f[1], f[2]))
+    chosen = list(dict.fromkeys((position, text) for _, _, position, text in mine))[:max_sentences]
+    return [text for _, text in sorted(chosen)]
 
 
 def extractive_answer(question: str, passages: Sequence[Passage], max_sentences: int = 3) -> str:

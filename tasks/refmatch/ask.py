@@ -1,12 +1,14 @@
 """``ragprep ask``: retrieve from the search index, re-rank, answer, and cite every segment of the answer.
 
 1. The question is searched in the persistent index (``tasks/index/store.py``, built by
-   ``ragprep index``) with its own embedder; the best ``rerank_depth`` chunks are re-ranked by the
-   trained re-ranker when ``ragprep train reranker`` saved one, else by the embedder's cross-scoring
-   (``tasks/train/reranker.py``), and the best ``k`` are the passages.
+   ``ragprep index``: passages with their section paths) with its own embedder and the fusion of its
+   language; the best ``rerank_depth`` passages are re-ranked by the trained re-ranker when
+   ``ragprep train reranker`` saved one, else by the embedder's cross-scoring
+   (``tasks/train/reranker.py``), and the best ``k`` are the passages answered from.
 2. The configured LLM provider answers from them (prompt ``answer_question``; the heuristic provider
-   composes an extractive answer and says so).
-3. The reference matcher links each segment of the answer to a passage, or marks it unsupported.
+   quotes the best passage's sentences that match the question, or says that none does).
+3. The reference matcher links each segment of the answer to a passage (its passage id, chunk,
+   document, page/slide and section path), or marks it unsupported.
 """
 
 from __future__ import annotations
@@ -38,20 +40,24 @@ class AskSegment(BaseModel):
     status: str
     score: float
     passage: int | None
+    passage_id: str | None
     chunk_id: str | None
     document: str | None
     where: str | None
     title: str | None
+    section: str | None
 
 
 class AskPassage(BaseModel):
     """A passage the answer was written from."""
 
     number: int
+    passage_id: str
     chunk_id: str
     document: str
     where: str
     title: str
+    section: str
     source_path: str
     retrieval_score: float
     rerank_score: float
@@ -85,8 +91,8 @@ class AskResult(BaseModel):
         for n, segment in enumerate(self.segments, start=1):
             out.append(f"{n}. {' '.join(segment.text.split())}")
             if segment.passage is not None and segment.status == "supported":
-                out.append(f"   -> [{segment.passage}] {segment.document}, {segment.where or '-'}: {segment.title} "
-                           f"(score {segment.score:.2f})")
+                out.append(f"   -> [{segment.passage}] {segment.document}, {segment.where or '-'}: "
+                           f"{segment.section or segment.title} (score {segment.score:.2f})")
             elif segment.passage is not None:
                 out.append(f"   -> UNSUPPORTED: best [{segment.passage}] {segment.document}, {segment.where or '-'} scores "
                            f"{segment.score:.2f} < {self.threshold:.2f}")
@@ -95,9 +101,10 @@ class AskResult(BaseModel):
         if self.flag:
             out.append(f"(the provider's reply was flagged: {self.flag})")
         out.append("Passages:")
-        out += [f"  [{p.number}] {p.document}, {p.where or '-'}: {p.title} (re-rank {p.rerank_score:.3f})" for p in self.passages]
+        out += [f"  [{p.number}] {p.document}, {p.where or '-'}: {p.section or p.title} (re-rank {p.rerank_score:.3f})"
+                for p in self.passages]
         out.append(f"Matched with {self.scorer}: {self.scorer_calls} scorer calls; every span x every passage would take "
-                   f"{self.naive_calls}, x every indexed chunk {self.naive_calls_corpus}. {self.seconds:.1f}s in all.")
+                   f"{self.naive_calls}, x every indexed passage {self.naive_calls_corpus}. {self.seconds:.1f}s in all.")
         return out
 
 
@@ -140,17 +147,18 @@ def match_options(settings: Settings) -> MatchOptions:
 def cite(question: str, answer: str, ranked: list[tuple[SearchHit, float]], scorer: SpanScorer,
          options: MatchOptions) -> tuple[MatchResult, list[AskSegment]]:
     """Match ``answer`` to the passages and describe each segment's citation."""
-    candidates = [Candidate(h.chunk_id, h.text, h.title) for h, _ in ranked]
+    candidates = [Candidate(h.passage_id, h.text, h.section or h.title) for h, _ in ranked]
     result = match_answer(question, answer, candidates, scorer, options)
-    number = {h.chunk_id: n for n, (h, _) in enumerate(ranked, start=1)}
-    hits = {h.chunk_id: h for h, _ in ranked}
+    number = {h.passage_id: n for n, (h, _) in enumerate(ranked, start=1)}
+    hits = {h.passage_id: h for h, _ in ranked}
     segments = []
     for segment in result.segments:
-        hit = hits.get(segment.chunk_id) if segment.chunk_id else None
+        hit = hits.get(segment.chunk_id) if segment.chunk_id else None  # the matcher's id is the passage id here
         segments.append(AskSegment(
             text=segment.text, status=segment.status, score=segment.score, passage=number.get(segment.chunk_id or ""),
-            chunk_id=segment.chunk_id, document=hit.document if hit else None, where=hit.where if hit else None,
-            title=hit.title if hit else None,
+            passage_id=hit.passage_id if hit else None, chunk_id=hit.chunk_id if hit else None,
+            document=hit.document if hit else None, where=hit.where if hit else None, title=hit.title if hit else None,
+            section=hit.section if hit else None,
         ))
     return result, segments
 
@@ -158,7 +166,7 @@ def cite(question: str, answer: str, ranked: list[tuple[SearchHit, float]], scor
 def ask(settings: Settings, question: str, k: int | None = None, variant: str | None = None) -> AskResult:
     """Answer ``question`` from the index with citations (see the module doc)."""
     from ragprep.engines.embedders import make_embedder
-    from tasks.index.search import staleness_warnings
+    from tasks.index.search import fusion_for, staleness_warnings
     from tasks.index.store import SearchIndex, index_folder
 
     started = time.perf_counter()
@@ -167,10 +175,10 @@ def ask(settings: Settings, question: str, k: int | None = None, variant: str | 
     layout = Layout(settings.root)
     embedder = make_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
     hits = index.search(question, max(k, RERANK_DEPTH), settings.index.mode, embedder, settings.index.rrf_k,
-                        settings.index.rrf_depth)
+                        settings.index.rrf_depth, fusion_for(settings.index, question))
     reranker = _reranker(settings, embedder)
     ranked = rerank(question, hits, reranker, k)
-    passages = [Passage(h.chunk_id, h.document, h.where, h.title, h.text) for h, _ in ranked]
+    passages = [Passage(h.passage_id, h.document, h.where, h.section or h.title, h.text) for h, _ in ranked]
     generation = _generate(settings, question, passages)
     label = EXTRACTIVE_LABEL if generation.text.strip().startswith(EXTRACTIVE_LABEL) else ""
     answer = answer_body(generation.text)
@@ -178,11 +186,12 @@ def ask(settings: Settings, question: str, k: int | None = None, variant: str | 
     return AskResult(
         question=question, answer=answer, label=label, provider=generation.provider, model=generation.model,
         prompt=generation.prompt_ref, flag=generation.flag,
-        passages=[AskPassage(number=n, chunk_id=h.chunk_id, document=h.document, where=h.where, title=h.title,
-                             source_path=h.source_path, retrieval_score=h.score, rerank_score=round(s, 4))
+        passages=[AskPassage(number=n, passage_id=h.passage_id, chunk_id=h.chunk_id, document=h.document, where=h.where,
+                             title=h.title, section=h.section, source_path=h.source_path, retrieval_score=h.score,
+                             rerank_score=round(s, 4))
                   for n, (h, s) in enumerate(ranked, start=1)],
         segments=segments, reranker=getattr(reranker, "name", type(reranker).__name__), scorer=result.scorer,
         threshold=result.threshold, scorer_calls=result.scorer_calls, naive_calls=result.naive_calls,
-        naive_calls_corpus=naive_calls(len(result.sentences), len(index.chunk_ids)), corpus_chunks=len(index.chunk_ids),
+        naive_calls_corpus=naive_calls(len(result.sentences), len(index.unit_ids)), corpus_chunks=len(index.chunk_ids),
         seconds=round(time.perf_counter() - started, 2), warnings=staleness_warnings(index.manifest, settings),
     )
