@@ -283,7 +283,7 @@ class MemorySource:
     """A Retriever-like ranking held in memory (tests only): candidates by word overlap with question + answer."""
 
     def __init__(self, candidates: list[Candidate]) -> None:
-        self.hits = {c.chunk_id: SearchHit(rank=0, score=0.0, passage_id=c.chunk_id, chunk_id=c.chunk_id, section="", document=f"{c.chunk_id}.pptx", where="slide 1",
+        self.hits = {c.chunk_id: SearchHit(rank=0, score=0.0, passage_id=c.chunk_id, chunk_id=c.chunk_id, section="", context="", document=f"{c.chunk_id}.pptx", where="slide 1",
                                            title=c.title, split="train", doc_id=c.chunk_id, doc_type=None,
                                            source_path=f"/docs/{c.chunk_id}.pptx", slide=1, page_start=None, page_end=None,
                                            text=c.text) for c in candidates}

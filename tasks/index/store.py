@@ -108,6 +108,7 @@ class SearchHit:
     passage_id: str
     chunk_id: str
     section: str
+    context: str
     document: str
     where: str
     title: str
@@ -297,7 +298,7 @@ class SearchIndex:
             r = by_id[hit.chunk_id]
             out.append(SearchHit(
                 rank=hit.rank, score=round(hit.score, 6), passage_id=hit.chunk_id, chunk_id=r["chunk_id"],
-                section=r["section"] or "", document=r["document"],
+                section=r["section"] or "", context=r["context"] or "", document=r["document"],
                 where=where_in_document(r["slide"], r["page_start"], r["page_end"]), title=r["title"], split=r["split"],
                 doc_id=r["doc_id"], doc_type=r["doc_type"], source_path=r["source_path"], slide=r["slide"],
                 page_start=r["page_start"], page_end=r["page_end"], text=r["text"],

@@ -5,7 +5,7 @@ Prompt ``answer_question`` (``prompts/answer_question/v1.toml``) gets the questi
 answers from the best passage that has a sentence (or table row) matching the question — one that
 holds at least ``MATCH`` of the question's content-word weight (rare words weigh more), counting what
 the passage's document, section and header say — and quotes that passage's matching sentences, best
-first (at most ``max_sentences``, in the passage's order). It says so on its first line
+first (those within ``CLOSE`` of its best one, at most ``max_sentences``, in the passage's order). It says so on its first line
 (``EXTRACTIVE_LABEL``), which is not part of the answer the matcher cites, and answers
 ``NO_ANSWER`` when no retrieved passage has a matching sentence.
 """
@@ -26,6 +26,8 @@ NO_ANSWER = "The retrieved passages do not answer this question."
 MIN_WORDS = 4
 MATCH = 0.34
 """Share of the question's content-word weight a sentence (with its passage's context) must hold to answer it."""
+CLOSE = 0.8
+"""An answer quotes the best passage's matching sentences that score at least this share of its best one."""
 HEADER_RULE = "\n---\n"
 """What separates a Ver.1 chunk's report header block from its body."""
 
@@ -134,6 +136,7 @@ def extractive_sentences(question: str, passages: Sequence[Passage], max_sentenc
         return []
     best = min(rank for rank, _, _, _ in found)
     mine = sorted((f for f in found if f[0] == best), key=lambda f: (-f[1], f[2]))
+    mine = [f for f in mine if f[1] >= CLOSE * mine[0][1]]  # the sentences about as good as the best one
     chosen = list(dict.fromkeys((position, text) for _, _, position, text in mine))[:max_sentences]
     return [text for _, text in sorted(chosen)]
 

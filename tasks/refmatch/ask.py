@@ -112,7 +112,8 @@ def rerank(question: str, hits: Sequence[SearchHit], reranker, k: int) -> list[t
     """The best ``k`` hits by the re-ranker's score (ties keep the retrieval order)."""
     if not hits:
         return []
-    scores = reranker.score_pairs([question] * len(hits), [h.text for h in hits], [h.title for h in hits])
+    texts = [f"{h.context}\n\n{h.text}" if h.context else h.text for h in hits]  # what the index embedded
+    scores = reranker.score_pairs([question] * len(hits), texts, [h.title for h in hits])
     order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))[:k]
     return [(hits[i], float(scores[i])) for i in order]
 

@@ -26,7 +26,6 @@ from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_parquet
 from schemas import rows_to_table
 from schemas.refmatch import SEGMENTS_SCHEMA, SegmentRow
-from tasks.index.retrieval import Hit
 from tasks.index.store import SearchHit
 from tasks.refmatch.ask import match_options
 from tasks.refmatch.matcher import MatchResult, match_sentences
@@ -77,16 +76,15 @@ class IndexSource:
         return self.index.search(query, k, s.mode, self.embedder, s.rrf_k, s.rrf_depth)
 
     def candidates(self, question: str, answer: str, k: int) -> list[SearchHit]:
-        """The question's top ``k``, then the answer's top ``k`` not among them."""
+        """The chunks of the question's top ``k`` passages, then of the answer's (a chunk as its best passage)."""
         found = {h.chunk_id: h for h in self._search(question, k)}
         for hit in self._search(answer, k):
             found.setdefault(hit.chunk_id, hit)
         return list(found.values())
 
     def lookup(self, chunk_ids: Sequence[str]) -> list[SearchHit]:
-        """The named chunks that the index holds."""
-        known = [c for c in dict.fromkeys(chunk_ids) if c in self.index.position]
-        return self.index.describe([Hit(c, 0.0, n) for n, c in enumerate(known, start=1)])
+        """The named chunks that the index holds, each with the text of all its passages."""
+        return self.index.chunk_hits(chunk_ids)
 
 
 class RefmatchReport(BaseModel):
