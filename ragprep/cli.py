@@ -795,7 +795,8 @@ def evaluate(
 
     With --queries FILE: hand-written questions instead, scored answer-in-hit (the hit is from the question's document
     and holds every answer key) on the search index's passages (hybrid, BM25, dense) and on two baselines read from
-    the source files (one unit per page/slide; 400-word windows, 50 overlap; embedded once, cached), per language, with the hybrid fusion
+    the source files (one unit per page/slide; 400-word windows, 50 overlap; BM25, and dense/hybrid with
+    RAGPREP_EVALUATE__DENSE_BASELINES=true), per language, with the hybrid fusion
     tuned on the file and scored leave-one-family-out. Written to ROOT/evaluations/queries/NAME.json.
 
     MAP@1/5/10, MRR@10, Recall/Success@1/5/10 for header Ver.0 vs Ver.1, BM25 vs dense vs hybrid, vanilla vs the

@@ -360,6 +360,10 @@ class EvaluateSettings(BaseModel):
     rerank_depth: int = Field(20, ge=10, le=200, description="First-stage candidates a re-ranker re-orders.")
     trained: bool = Field(True, description="Also evaluate the trained query adapter and re-ranker when they exist.")
     rerank: bool = Field(True, description="Also evaluate with re-ranking (the embedder's cross-scoring, and the trained one).")
+    dense_baselines: bool = Field(
+        False, description="evaluate --queries: also embed the baselines' units (pages/slides, 400-word windows) for their "
+        "dense and hybrid rows; off, the baselines are scored with BM25 (embedding them is slow on CPU; cached once done)."
+    )
 
 
 class RefmatchSettings(BaseModel):

@@ -451,3 +451,25 @@ def test_weighted_fusion_and_query_language():
     assert [(h.chunk_id, round(h.score, 4)) for h in fused] == [("b", 1.3333), ("c", 0.6667), ("a", 0.5)]
     assert query_language("운전석 에어백 전개 시간은?") == "ko" and query_language("HIC15 of the driver?") == "en"
     assert query_language("FMVSS 214 측면 충돌 시험 속도는?") == "ko"
+
+
+def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(indexed, tmp_path):
+    from tasks.evaluate.queries import run_query_evaluation
+
+    root, _ = indexed
+    decks = {p.name for p in DOCS}
+    lines = [line for line in (REPO / "tests" / "data" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+             if json.loads(line)["document"] in decks]
+    path = tmp_path / "decks.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_query_evaluation(Settings(root=root), path)
+    assert result.languages == {"en": 6, "ko": 6} and Path(result.written).is_file()
+    systems = {(s.lang, s.system, s.mode): s for s in result.scores}
+    for lang in ("en", "ko"):
+        assert {(lang, "one unit per page/slide", "bm25"), (lang, "400-word windows", "bm25")} <= set(systems)
+        product = systems[(lang, "ragprep passages", "hybrid (default)")]
+        assert product.answer_at_10 == 1.0 and product.median_chars_hit1 < 1000, product
+    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 12
+    assert all(row["hit1"] for row in result.per_query)
+    titles = [r.title for r in result.reports()]
+    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 6 questions of decks.jsonl"]

@@ -11,7 +11,8 @@ holds every answer key (compared after NFKC, lower-casing and removing whitespac
 
 Scored in one run, with the same embedder and BM25 tokenizer: the product's index (the passages of
 ``ragprep index``: hybrid as configured, BM25, dense) and two baselines read from the source files
-(``tasks/evaluate/baselines.py``: one unit per page/slide, 400-word windows with 50 overlap).
+(``tasks/evaluate/baselines.py``: one unit per page/slide, 400-word windows with 50 overlap), scored
+with BM25 and, when ``evaluate.dense_baselines`` is on, dense and hybrid too.
 ``tune_fusion`` chooses the hybrid's RRF constant and BM25 weight per language on the query set and
 reports it leave-one-family-out (or leave-one-document-out for a language with a single family).
 """
@@ -19,6 +20,7 @@ reports it leave-one-family-out (or leave-one-document-out for a language with a
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -151,16 +153,18 @@ def _mrr(queries: Sequence[Query], rankings: Sequence[Sequence[str]], units: dic
 
 
 def best_fusion(queries: Sequence[Query], rankings: Rankings, rows: Sequence[int]) -> Fusion:
-    """The (rrf_k, bm25_weight) of the grid with the best MRR@10 (then answer@1) on the ``rows`` questions."""
+    """The (rrf_k, bm25_weight) of the grid with the best MRR@10 (then answer@1) on the ``rows`` questions.
+
+    Of equally good ones, the nearest to plain RRF (k=60, weight 1) wins."""
     chosen, best = Fusion(), (-1.0, -1.0)
     subset = [queries[i] for i in rows]
-    for rrf_k in RRF_KS:
-        for weight in BM25_WEIGHTS:
-            fusion = Fusion(rrf_k, weight)
-            fused = [[u for u, _ in rrf_fuse([rankings.dense[i], rankings.bm25[i]], rrf_k, [1.0, weight])] for i in rows]
-            value = _mrr(subset, fused, rankings.units)
-            if value > best:
-                chosen, best = fusion, value
+    grid = sorted(((k, w) for k in RRF_KS for w in BM25_WEIGHTS),
+                  key=lambda kw: (abs(math.log(kw[0] / 60)) + abs(math.log(kw[1])), kw))  # ties: nearest plain RRF k=60
+    for rrf_k, weight in grid:
+        fused = [[u for u, _ in rrf_fuse([rankings.dense[i], rankings.bm25[i]], rrf_k, [1.0, weight])] for i in rows]
+        value = _mrr(subset, fused, rankings.units)
+        if value > best:
+            chosen, best = Fusion(rrf_k, weight), value
     return chosen
 
 
@@ -264,9 +268,11 @@ def _source_paths(index) -> list[Path]:
     return [Path(p) for p in dict.fromkeys(rows.column("source_path").to_pylist()) if p]
 
 
-def run_query_evaluation(settings, path: Path, variant: str | None = None, baseline_dense: bool = True,
+def run_query_evaluation(settings, path: Path, variant: str | None = None, baseline_dense: bool | None = None,
                          progress: Callable[[str], None] | None = None) -> QueryEvaluation:
-    """Score ``path``'s questions on the product's index and both baselines (see the module doc)."""
+    """Score ``path``'s questions on the product's index and both baselines (see the module doc).
+
+    ``baseline_dense`` (default ``evaluate.dense_baselines``) also embeds the baselines' units."""
     from ragprep.engines.embedders import make_embedder
     from ragprep.storage import Layout
     from tasks.evaluate.baselines import page_units, window_units
@@ -275,6 +281,7 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
     from tasks.index.store import SearchIndex, index_folder
 
     say = progress or (lambda _: None)
+    baseline_dense = settings.evaluate.dense_baselines if baseline_dense is None else baseline_dense
     queries = load_queries(path)
     questions = [q.question for q in queries]
     folder = index_folder(settings, variant or settings.index.variant)
@@ -307,12 +314,16 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
     hybrid = {lang: product.ranked("hybrid", fusion_for(settings.index, next(q.question for q in queries if q.lang == lang)))
               for lang in languages}
     per_query = [_query_row(q, hybrid[q.lang][i], product.units) for i, q in enumerate(queries)]
-    fusions = {lang: str(fusion_for(settings.index, next(q.question for q in queries if q.lang == lang))) for lang in languages}
+    fusions = {lang: _describe(fusion_for(settings.index, next(q.question for q in queries if q.lang == lang))) for lang in languages}
     result = QueryEvaluation(queries_file=str(path), questions=len(queries), languages=languages, index=str(folder),
                              fusion=fusions, scores=scores, tuning=tuning, per_query=per_query)
     out = layout.evaluations_dir / "queries" / f"{path.stem}.json"
     layout.write_json(out, result.model_dump())
     return result.model_copy(update={"written": str(out)})
+
+
+def _describe(fusion: Fusion) -> str:
+    return f"rrf_k={fusion.rrf_k}, bm25_weight={fusion.bm25_weight}"
 
 
 def _query_row(query: Query, ranking: Sequence[str], units: dict[str, Unit]) -> dict:
