@@ -287,3 +287,14 @@ def test_window_baseline_overlaps_fifty_words():
     assert len(units) >= 3 and all(len(u.text.split()) <= 400 for u in units)
     first, second = units[0].text.split(), units[1].text.split()
     assert first[-50:] == second[:50] and units[0].document == "textbook_vehicle_safety.pdf"
+
+
+def test_a_question_naming_its_standard_or_file_words_is_counted_as_naming_its_document():
+    from tasks.evaluate.queries import names_document
+
+    assert names_document(_query("a", document="pdf_auto_unece_r95_lateral_collision.pdf", keys=("x",)).model_copy(
+        update={"question": "What is the rib deflection limit of UN Regulation No. 95?"}))
+    assert names_document(_query("b", document="crash_report_side_pole.pptx").model_copy(
+        update={"question": "What B-pillar intrusion was measured in the side pole test?"}))
+    assert not names_document(_query("c", document="pdf_auto_fmvss216_roof_crush.pdf").model_copy(
+        update={"question": "What is the maximum applied force for passenger cars?"}))

@@ -213,6 +213,7 @@ class QueryEvaluation(BaseModel):
     scores: list[Scores]
     tuning: list[Tuning]
     per_query: list[dict]
+    naming: dict[str, int] = {}
     written: str | None = None
 
     def reports(self) -> list[Report]:
@@ -221,7 +222,9 @@ class QueryEvaluation(BaseModel):
         for lang in self.languages:
             rows = [[s.system, s.mode, f"{s.answer_at_1:.2f}", f"{s.answer_at_10:.2f}", f"{s.mrr_at_10:.2f}",
                      f"{s.median_chars_hit1:,.0f}"] for s in self.scores if s.lang == lang]
-            notes = [f"hybrid fusion used by search ({lang}): {self.fusion.get(lang, '')}"]
+            notes = [f"hybrid fusion used by search ({lang}): {self.fusion.get(lang, '')}",
+                     f"{self.naming.get(lang, 0)} of {self.languages[lang]} questions name their document's standard "
+                     "or file-name words (the leak that makes generated questions a title lookup)"]
             for t in self.tuning:
                 if t.lang == lang:
                     rows.append([t.held_out.system, t.held_out.mode, f"{t.held_out.answer_at_1:.2f}",
@@ -315,11 +318,24 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
               for lang in languages}
     per_query = [_query_row(q, hybrid[q.lang][i], product.units) for i, q in enumerate(queries)]
     fusions = {lang: _describe(fusion_for(settings.index, next(q.question for q in queries if q.lang == lang))) for lang in languages}
+    naming = {lang: sum(names_document(q) for q in queries if q.lang == lang) for lang in languages}
     result = QueryEvaluation(queries_file=str(path), questions=len(queries), languages=languages, index=str(folder),
-                             fusion=fusions, scores=scores, tuning=tuning, per_query=per_query)
+                             fusion=fusions, scores=scores, tuning=tuning, per_query=per_query, naming=naming)
     out = layout.evaluations_dir / "queries" / f"{path.stem}.json"
     layout.write_json(out, result.model_dump())
     return result.model_copy(update={"written": str(out)})
+
+
+def names_document(query: Query) -> bool:
+    """Whether the question names its document: a standard it states (``FMVSS 214``) or two of its file-name words."""
+    from tasks.index.passages import standard_names
+
+    stem = Path(query.document).stem
+    text = query.question.lower()
+    if set(standard_names(stem)) & set(standard_names(query.question)):
+        return True
+    words = [w for w in stem.lower().replace("-", "_").split("_") if len(w) >= 3 and not w.isdigit()]
+    return sum(w in text for w in words if w not in {"pdf", "pptx", "auto"}) >= 2
 
 
 def _describe(fusion: Fusion) -> str:
