@@ -33,13 +33,14 @@ from ragprep.errors import RagprepError
 from ragprep.report import Report
 from tasks.evaluate.baselines import Unit
 from tasks.index.passages import normalised
-from tasks.index.retrieval import Fusion, rrf_fuse
+from tasks.index.retrieval import Fusion, rerank_by_sentences, rrf_fuse
 
 K = 10
 DEPTH = 100
 """Candidates taken from each of the dense and BM25 rankings before fusion."""
 RRF_KS = (2, 5, 10, 20, 40, 60, 100)
-BM25_WEIGHTS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+BM25_WEIGHTS = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
+SENTENCE_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
 
 
 class QueryFileError(RagprepError):
@@ -97,6 +98,16 @@ class Rankings:
     units: dict[str, Unit]
     dense: list[list[str]] | None
     bm25: list[list[str]]
+    questions: list[str] | None = None
+    idf: Callable[[str], float] | None = None
+
+    def fused(self, row: int, fusion: Fusion) -> list[str]:
+        """Question ``row``'s hybrid ranking: weighted RRF, then the sentence match when ``fusion`` has one."""
+        fused = rrf_fuse([self.dense[row], self.bm25[row]], fusion.rrf_k, [1.0, fusion.bm25_weight])
+        if fusion.sentence_weight > 0 and self.idf is not None and self.questions is not None:
+            texts = {u: self.units[u].text for u, _ in fused[:20]}
+            fused = rerank_by_sentences(fused, texts, self.questions[row], self.idf, fusion.sentence_weight)
+        return [u for u, _ in fused]
 
     def ranked(self, mode: str, fusion: Fusion | None = None) -> list[list[str]]:
         """Each query's ranking in ``mode`` (hybrid fused by ``fusion``, default plain RRF k=60)."""
@@ -106,9 +117,7 @@ class Rankings:
             raise ValueError(f"{self.name}: no dense rankings")
         if mode == "dense":
             return self.dense
-        fusion = fusion or Fusion()
-        return [[i for i, _ in rrf_fuse([d, b], fusion.rrf_k, [1.0, fusion.bm25_weight])]
-                for d, b in zip(self.dense, self.bm25)]
+        return [self.fused(row, fusion or Fusion()) for row in range(len(self.dense))]
 
 
 def first_answer(query: Query, ranking: Sequence[str], units: dict[str, Unit], k: int = K) -> int | None:
@@ -153,18 +162,18 @@ def _mrr(queries: Sequence[Query], rankings: Sequence[Sequence[str]], units: dic
 
 
 def best_fusion(queries: Sequence[Query], rankings: Rankings, rows: Sequence[int]) -> Fusion:
-    """The (rrf_k, bm25_weight) of the grid with the best MRR@10 (then answer@1) on the ``rows`` questions.
+    """The (rrf_k, bm25_weight, sentence_weight) of the grid with the best MRR@10 (then answer@1) on ``rows``.
 
     Of equally good ones, the nearest to plain RRF (k=60, weight 1) wins."""
     chosen, best = Fusion(), (-1.0, -1.0)
     subset = [queries[i] for i in rows]
-    grid = sorted(((k, w) for k in RRF_KS for w in BM25_WEIGHTS),
-                  key=lambda kw: (abs(math.log(kw[0] / 60)) + abs(math.log(kw[1])), kw))  # ties: nearest plain RRF k=60
-    for rrf_k, weight in grid:
-        fused = [[u for u, _ in rrf_fuse([rankings.dense[i], rankings.bm25[i]], rrf_k, [1.0, weight])] for i in rows]
-        value = _mrr(subset, fused, rankings.units)
+    grid = sorted(((k, w, t) for k in RRF_KS for w in BM25_WEIGHTS for t in SENTENCE_WEIGHTS),
+                  key=lambda kwt: (abs(math.log(kwt[0] / 60)) + abs(math.log(kwt[1])) + kwt[2], kwt))  # ties: plain RRF
+    for rrf_k, weight, sentence in grid:
+        fusion = Fusion(rrf_k, weight, sentence)
+        value = _mrr(subset, [rankings.fused(i, fusion) for i in rows], rankings.units)
         if value > best:
-            chosen, best = Fusion(rrf_k, weight), value
+            chosen, best = fusion, value
     return chosen
 
 
@@ -175,6 +184,7 @@ class Tuning(BaseModel):
     group_by: str
     rrf_k: int
     bm25_weight: float
+    sentence_weight: float
     held_out: Scores
     per_group: dict[str, str]
 
@@ -191,15 +201,14 @@ def tune_fusion(queries: Sequence[Query], rankings: Rankings, lang: str) -> Tuni
         train = [i for i in rows if group(queries[i]) != name]
         test = [i for i in rows if group(queries[i]) == name]
         fusion = best_fusion(queries, rankings, train) if train else Fusion()
-        per_group[name] = f"k={fusion.rrf_k} w={fusion.bm25_weight}"
+        per_group[name] = f"k={fusion.rrf_k} w={fusion.bm25_weight} s={fusion.sentence_weight}"
         for i in test:
-            held_out[i] = [u for u, _ in rrf_fuse([rankings.dense[i], rankings.bm25[i]], fusion.rrf_k,
-                                                  [1.0, fusion.bm25_weight])]
+            held_out[i] = rankings.fused(i, fusion)
     overall = best_fusion(queries, rankings, rows)
     scores = score(rankings.name, "hybrid tuned, held out", lang, [queries[i] for i in rows], [held_out[i] for i in rows],
                    rankings.units)
-    return Tuning(lang=lang, group_by=group_by, rrf_k=overall.rrf_k, bm25_weight=overall.bm25_weight, held_out=scores,
-                  per_group=per_group)
+    return Tuning(lang=lang, group_by=group_by, rrf_k=overall.rrf_k, bm25_weight=overall.bm25_weight,
+                  sentence_weight=overall.sentence_weight, held_out=scores, per_group=per_group)
 
 
 class QueryEvaluation(BaseModel):
@@ -230,7 +239,8 @@ class QueryEvaluation(BaseModel):
                     rows.append([t.held_out.system, t.held_out.mode, f"{t.held_out.answer_at_1:.2f}",
                                  f"{t.held_out.answer_at_10:.2f}", f"{t.held_out.mrr_at_10:.2f}",
                                  f"{t.held_out.median_chars_hit1:,.0f}"])
-                    notes.append(f"tuned on all {lang} questions: rrf_k={t.rrf_k}, bm25_weight={t.bm25_weight}; held out by "
+                    notes.append(f"tuned on all {lang} questions: rrf_k={t.rrf_k}, bm25_weight={t.bm25_weight}, "
+                                 f"sentence_weight={t.sentence_weight}; held out by "
                                  f"{t.group_by}: " + ", ".join(f"{g} ({v})" for g, v in t.per_group.items()))
             out.append(Report(
                 title=f"answer-in-hit retrieval, {lang}: {self.languages[lang]} questions of {Path(self.queries_file).name}",
@@ -250,7 +260,7 @@ def unit_rankings(name: str, units: list[Unit], questions: list[str], query_vect
         matrix = query_vectors @ passage_vectors.T
         dense = [[ids[j] for j in top_indices(row, DEPTH)] for row in matrix]
     lexical = [[ids[j] for j, _ in bm25.ranking(q, DEPTH)] for q in questions]
-    return Rankings(name, {u.unit_id: u for u in units}, dense, lexical)
+    return Rankings(name, {u.unit_id: u for u in units}, dense, lexical, list(questions), bm25.idf)
 
 
 def _product_units(index) -> list[Unit]:
@@ -339,7 +349,7 @@ def names_document(query: Query) -> bool:
 
 
 def _describe(fusion: Fusion) -> str:
-    return f"rrf_k={fusion.rrf_k}, bm25_weight={fusion.bm25_weight}"
+    return f"rrf_k={fusion.rrf_k}, bm25_weight={fusion.bm25_weight}, sentence_weight={fusion.sentence_weight}"
 
 
 def _query_row(query: Query, ranking: Sequence[str], units: dict[str, Unit]) -> dict:

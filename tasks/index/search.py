@@ -56,8 +56,8 @@ def _snippet(text: str) -> str:
 def fusion_for(index: IndexSettings, query: str) -> Fusion:
     """The hybrid fusion of ``query``'s language: ``rrf_k_ko``/``bm25_weight_ko`` for Korean, else ``rrf_k``/``bm25_weight``."""
     if query_language(query) == "ko":
-        return Fusion(index.rrf_k_ko, index.bm25_weight_ko)
-    return Fusion(index.rrf_k, index.bm25_weight)
+        return Fusion(index.rrf_k_ko, index.bm25_weight_ko, index.sentence_weight)
+    return Fusion(index.rrf_k, index.bm25_weight, index.sentence_weight)
 
 
 def staleness_warnings(manifest: IndexManifest, settings: Settings) -> list[str]:

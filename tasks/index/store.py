@@ -48,6 +48,7 @@ from ragprep.errors import RagprepError
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_bytes
 from tasks.index.retrieval import (
+    SENTENCE_DEPTH,
     Bm25Ranker,
     Fusion,
     Hit,
@@ -55,6 +56,7 @@ from tasks.index.retrieval import (
     check_mode,
     embed_queries,
     ranked_hits,
+    rerank_by_sentences,
     top_indices,
 )
 
@@ -285,7 +287,20 @@ class SearchIndex:
                 raise ValueError(f"{mode} search needs the index's embedder")
             dense = self.dense_ranking(embed_queries(embedder, [query])[0], depth)
         lexical = self.bm25_ranking(query, depth) if mode != "dense" else []
+        if mode == "hybrid" and fusion is not None and fusion.sentence_weight > 0:
+            fused = [(h.chunk_id, h.score) for h in ranked_hits(mode, dense, lexical, max(k, SENTENCE_DEPTH), rrf_k, fusion)]
+            texts = self.section_texts([u for u, _ in fused[:SENTENCE_DEPTH]])
+            ranked = rerank_by_sentences(fused, texts, query, self.bm25.idf, fusion.sentence_weight)[:k]
+            return self.describe([Hit(u, s, n) for n, (u, s) in enumerate(ranked, start=1)])
         return self.describe(ranked_hits(mode, dense, lexical, k, rrf_k, fusion))
+
+    def section_texts(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        """Section path + text of the named passages (what a reader sees, what the sentence match reads)."""
+        if not unit_ids:
+            return {}
+        rows = self.table.take_offsets([self.position[u] for u in unit_ids]).select(["passage_id", "section", "text"])
+        return {r["passage_id"]: f"{r['section']}\n{r['text']}" if r["section"] else r["text"]
+                for r in rows.to_arrow().to_pylist()}
 
     def describe(self, hits: list[Hit]) -> list[SearchHit]:
         """The hits with their chunks' metadata (document, slide/pages, title, split, text)."""
