@@ -23,7 +23,7 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,7 @@ from ragprep.errors import RagprepError
 from ragprep.report import Report
 from tasks.evaluate.baselines import Unit
 from tasks.index.passages import normalised
-from tasks.index.retrieval import Fusion, rerank_by_sentences, rrf_fuse
+from tasks.index.retrieval import Fusion, rerank_by_sentences, rrf_fuse, sentence_match
 
 K = 10
 DEPTH = 100
@@ -100,14 +100,20 @@ class Rankings:
     bm25: list[list[str]]
     questions: list[str] | None = None
     idf: Callable[[str], float] | None = None
+    matches: dict = field(default_factory=dict)
 
     def fused(self, row: int, fusion: Fusion) -> list[str]:
         """Question ``row``'s hybrid ranking: weighted RRF, then the sentence match when ``fusion`` has one."""
         fused = rrf_fuse([self.dense[row], self.bm25[row]], fusion.rrf_k, [1.0, fusion.bm25_weight])
         if fusion.sentence_weight > 0 and self.idf is not None and self.questions is not None:
-            texts = {u: self.units[u].text for u, _ in fused[:20]}
-            fused = rerank_by_sentences(fused, texts, self.questions[row], self.idf, fusion.sentence_weight)
+            fused = rerank_by_sentences(fused, lambda u: self._match(row, u), fusion.sentence_weight)
         return [u for u, _ in fused]
+
+    def _match(self, row: int, unit_id: str) -> float:
+        key = (row, unit_id)
+        if key not in self.matches:
+            self.matches[key] = sentence_match(self.questions[row], self.units[unit_id].text, self.idf)
+        return self.matches[key]
 
     def ranked(self, mode: str, fusion: Fusion | None = None) -> list[list[str]]:
         """Each query's ranking in ``mode`` (hybrid fused by ``fusion``, default plain RRF k=60)."""

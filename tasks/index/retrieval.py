@@ -127,17 +127,17 @@ def sentence_match(query: str, text: str, idf: Callable[[str], float]) -> float:
     return best
 
 
-def rerank_by_sentences(fused: Sequence[tuple[str, float]], texts: Mapping[str, str], query: str,
-                        idf: Callable[[str], float], weight: float, depth: int = SENTENCE_DEPTH) -> list[tuple[str, float]]:
-    """The fused top ``depth`` re-ordered by ``score / best score + weight * sentence_match``; the rest after, unchanged.
+def rerank_by_sentences(fused: Sequence[tuple[str, float]], match: Callable[[str], float], weight: float,
+                        depth: int = SENTENCE_DEPTH) -> list[tuple[str, float]]:
+    """The fused top ``depth`` re-ordered by ``score / best score + weight * match(id)``; the rest after, unchanged.
 
-    A passage whose one sentence holds most of the question's rare words rises above a neighbour that only shares
-    its document's context; ties keep the fused order."""
+    ``match`` is the passage's ``sentence_match`` with the question: a passage whose one sentence holds most of the
+    question's rare words rises above a neighbour that only shares its document's context; ties keep the fused order."""
     if weight <= 0 or not fused:
         return list(fused)
     top = list(fused[:depth])
     best = top[0][1] or 1.0
-    scored = [(s / best + weight * sentence_match(query, texts.get(u, ""), idf), -n, u) for n, (u, s) in enumerate(top)]
+    scored = [(s / best + weight * match(u), -n, u) for n, (u, s) in enumerate(top)]
     return [(u, round(v, 6)) for v, _, u in sorted(scored, reverse=True)] + list(fused[depth:])
 
 

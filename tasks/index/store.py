@@ -57,6 +57,7 @@ from tasks.index.retrieval import (
     embed_queries,
     ranked_hits,
     rerank_by_sentences,
+    sentence_match,
     top_indices,
 )
 
@@ -290,7 +291,8 @@ class SearchIndex:
         if mode == "hybrid" and fusion is not None and fusion.sentence_weight > 0:
             fused = [(h.chunk_id, h.score) for h in ranked_hits(mode, dense, lexical, max(k, SENTENCE_DEPTH), rrf_k, fusion)]
             texts = self.section_texts([u for u, _ in fused[:SENTENCE_DEPTH]])
-            ranked = rerank_by_sentences(fused, texts, query, self.bm25.idf, fusion.sentence_weight)[:k]
+            ranked = rerank_by_sentences(fused, lambda u: sentence_match(query, texts.get(u, ""), self.bm25.idf),
+                                         fusion.sentence_weight)[:k]
             return self.describe([Hit(u, s, n) for n, (u, s) in enumerate(ranked, start=1)])
         return self.describe(ranked_hits(mode, dense, lexical, k, rrf_k, fusion))
 
