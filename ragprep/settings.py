@@ -301,11 +301,11 @@ class IndexSettings(BaseModel):
     batch_size: int = Field(64, ge=1, le=4096, description="Texts embedded per call.")
     rrf_k: int = Field(60, ge=1, description="Reciprocal-rank fusion constant for English (non-Korean) queries: hybrid score = "
                        "1 / (rrf_k + dense rank) + bm25_weight / (rrf_k + BM25 rank).")
-    bm25_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in the hybrid fusion (dense weight 1), "
-                               "English (non-Korean) queries.")
+    bm25_weight: float = Field(1.5, ge=0, description="Weight of the BM25 ranking in the hybrid fusion (dense weight 1), "
+                               "English (non-Korean) queries (1.5: chosen on tests/data/queries.jsonl, see README).")
     rrf_k_ko: int = Field(60, ge=1, description="Reciprocal-rank fusion constant for Korean queries (a quarter of the letters Hangul).")
-    bm25_weight_ko: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in the hybrid fusion for Korean queries.")
-    sentence_weight: float = Field(0.0, ge=0, description="Hybrid: the fused top 20 re-ordered by fused score / best + this x "
+    bm25_weight_ko: float = Field(1.5, ge=0, description="Weight of the BM25 ranking in the hybrid fusion for Korean queries.")
+    sentence_weight: float = Field(0.25, ge=0, description="Hybrid: the fused top 20 re-ordered by fused score / best + this x "
                                    "the share of the question's rare words held by the passage's best sentence (0: off).")
     rrf_depth: int = Field(100, ge=1, description="Hybrid: candidates taken from each of the dense and BM25 rankings before fusion.")
     mode: Literal["dense", "bm25", "hybrid"] = Field("hybrid", description="Default retrieval mode of `ragprep search`.")
