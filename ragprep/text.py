@@ -4,8 +4,9 @@ Lower-cased words of two or more characters; a Korean word is also kept without 
 particle (조사), so ``충돌시험에서`` matches ``충돌시험`` and ``에어백은`` matches ``에어백``, and a
 Hangul run of three or more syllables adds its syllable bigrams (``탄소중립위원회`` -> ``탄소``,
 ``소중``, ``중립``, ...): Korean PDFs often lose their spaces (``2023년11월10일이수진의원이``), and a
-compound in the question must still meet its parts in the text. The particle list covers the common
-case endings, longest first, and a stem must keep at least two syllables.
+compound in the question must still meet its parts in the text. Letter-spaced Korean headings
+(``문 의 처``, ``검  토  보  고``: single syllables one or two spaces apart) are read as one word first. The
+particle list covers the common case endings, longest first, and a stem must keep at least two syllables.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import re
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 _HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
 _HANGUL_RUN_RE = re.compile(r"[\uac00-\ud7a3]{3,}")
+_SPACED_RE = re.compile(r"(?<![\w])[\uac00-\ud7a3](?: {1,2}[\uac00-\ud7a3](?![\w]))+")
+"""Two or more single Hangul syllables, one or two spaces apart: a letter-spaced heading."""
 PARTICLES = ("에서는", "으로는", "에서", "으로", "에게", "까지", "부터", "은", "는", "이", "가", "을", "를", "의", "에", "로", "와", "과",
              "도", "만")
 """Korean particles stripped from the end of a word, longest first."""
 
-TOKENIZER_ID = "ragprep-words-ko-particles-bigrams-2"
+TOKENIZER_ID = "ragprep-words-ko-particles-bigrams-spaced-3"
 """Names this rule in index manifests: an index whose BM25 was built by another rule must be rebuilt."""
 
 
@@ -27,6 +30,7 @@ def tokens(text: str) -> list[str]:
     """BM25 tokens: lower-cased words of 2+ characters; Korean words also without a trailing particle, and their
     syllable bigrams."""
     out = []
+    text = _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), text)
     for word in _TOKEN_RE.findall(text.lower()):
         out.append(word)
         if _HANGUL_RE.search(word):

@@ -104,6 +104,7 @@ def test_korean_tokens_drop_particles_and_add_syllable_bigrams():
     assert tokens("HIC15 값은") == ["hic15", "값은"]  # a stem must keep two syllables
     # a spacing-free Korean PDF line still shares tokens with a spaced question
     assert {"위원", "위촉"} <= set(tokens("위원위촉시다양한")) and "위원" in tokens("위원을 위촉할 때")
+    assert tokens("문 의 처") == ["문의처", "문의", "의처"] and "검토보고" in tokens("검  토  보  고")  # letter-spaced headings
 
 
 @pytest.mark.parametrize("mode", MODES)
