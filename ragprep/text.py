@@ -26,6 +26,20 @@ TOKENIZER_ID = "ragprep-words-ko-particles-bigrams-spaced-3"
 """Names this rule in index manifests: an index whose BM25 was built by another rule must be rebuilt."""
 
 
+def word_tokens(text: str) -> list[str]:
+    """The first rule (``ragprep-words-ko-particles-1``): lower-cased words of 2+ characters, Korean words also
+    without a trailing particle; no bigrams. Kept for sets built with it (the refmatch evaluation set's distractors)."""
+    out = []
+    for word in _TOKEN_RE.findall(text.lower()):
+        out.append(word)
+        if _HANGUL_RE.search(word):
+            for particle in PARTICLES:
+                if word.endswith(particle) and len(word) - len(particle) >= 2:
+                    out.append(word[: -len(particle)])
+                    break
+    return out
+
+
 def tokens(text: str) -> list[str]:
     """BM25 tokens: lower-cased words of 2+ characters; Korean words also without a trailing particle, and their
     syllable bigrams."""

@@ -186,17 +186,18 @@ def ranked_hits(
 class Bm25Ranker:
     """BM25 (``bm25s``, Lucene scoring) over ``ragprep.text.tokens``, savable to a folder."""
 
-    def __init__(self, model: bm25s.BM25, size: int) -> None:
+    def __init__(self, model: bm25s.BM25, size: int, tokenize: Callable[[str], list[str]] = tokens) -> None:
         self.model = model
         self.size = size
+        self.tokenize = tokenize
 
     @classmethod
-    def build(cls, texts: Sequence[str]) -> Bm25Ranker:
-        """Index ``texts`` (a text without tokens gets a placeholder that matches nothing)."""
+    def build(cls, texts: Sequence[str], tokenize: Callable[[str], list[str]] = tokens) -> Bm25Ranker:
+        """Index ``texts`` (a text without tokens gets a placeholder that matches nothing) with ``tokenize``."""
         model = bm25s.BM25()
         if texts:
-            model.index([tokens(t) or [EMPTY_TOKEN] for t in texts], show_progress=False)
-        return cls(model, len(texts))
+            model.index([tokenize(t) or [EMPTY_TOKEN] for t in texts], show_progress=False)
+        return cls(model, len(texts), tokenize)
 
     @property
     def vocabulary(self) -> int:
@@ -216,7 +217,7 @@ class Bm25Ranker:
         """BM25 score of every text for ``query`` (zeros when nothing matches)."""
         if not self.size:
             return np.zeros(0, dtype=np.float32)
-        known = [t for t in tokens(query) if t in self.model.vocab_dict]
+        known = [t for t in self.tokenize(query) if t in self.model.vocab_dict]
         if not known:
             return np.zeros(self.size, dtype=np.float32)
         return np.asarray(self.model.get_scores(known), dtype=np.float32)
@@ -269,12 +270,13 @@ class Retriever:
         self.query_vectors = query_vectors
         self._vectors = _unit_rows(passage_vectors) if passage_vectors is not None else None
         self._bm25: Bm25Ranker | None = None
+        self.tokenize: Callable[[str], list[str]] = tokens  # BM25's tokenizer; set another before the first search
 
     @property
     def bm25(self) -> Bm25Ranker:
         """The BM25 index of the texts (built on first use)."""
         if self._bm25 is None:
-            self._bm25 = Bm25Ranker.build(self.texts)
+            self._bm25 = Bm25Ranker.build(self.texts, self.tokenize)
         return self._bm25
 
     @property

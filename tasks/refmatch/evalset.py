@@ -305,9 +305,12 @@ def build_items(
 
 def bm25_ranker(pool: Sequence[ChunkRow]) -> Callable[[str, list[ChunkRow]], list[str]]:
     """Chunk ids of ``pool`` by BM25 over an answer (``tasks/index/retrieval.py``'s ranking), best first."""
+    from ragprep.text import word_tokens
     from tasks.index.retrieval import Retriever
 
+    # the set's distractors stay those it was measured with: the word rule, not the search index's bigrams
     retriever = Retriever([c.chunk_id for c in pool], [_chunk_text(c) for c in pool], None)
+    retriever.tokenize = word_tokens
 
     def rank(answer: str, _pool: list[ChunkRow]) -> list[str]:
         return [h.chunk_id for h in retriever.search(answer, k=len(pool), mode="bm25")]
