@@ -23,8 +23,8 @@ from flows.runtime import Workers, building
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from ragprep.tables import TableStore
-from tasks.dataset.versions import BuildResult
 from tasks.stage import StageReport
+from tasks.wrappers import BuildResult
 
 
 class PipelineSummary(BaseModel):

@@ -19,13 +19,14 @@ from pydantic import BaseModel
 
 from ragprep.engines.embedder import Embedder
 from ragprep.engines.generator import Generation, Generator
+from ragprep.matching.matcher import MatchOptions, MatchResult, match_answer, naive_calls
+from ragprep.matching.scoring import Candidate, SpanScorer
 from ragprep.prompts import load_prompt
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.index.store import SearchHit
 from tasks.refmatch.answer import EXTRACTIVE_LABEL, Passage, answer_body, answer_question
-from tasks.refmatch.matcher import MatchOptions, MatchResult, match_answer, naive_calls
-from tasks.refmatch.scoring import Candidate, SpanScorer, build_scorer
+from tasks.refmatch.scoring import build_scorer
 
 RERANK_DEPTH = 20
 """First-stage chunks the re-ranker re-orders before the best ``k`` are kept."""

@@ -21,6 +21,9 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from ragprep.ids import stable_id
+from ragprep.matching.matcher import MatchResult, match_sentences
+from ragprep.matching.scoring import BlendScorer, Candidate, SpanScorer
+from ragprep.matching.sentences import split_sentences
 from ragprep.report import Report
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_parquet
@@ -29,9 +32,7 @@ from schemas.refmatch import SEGMENTS_SCHEMA, SegmentRow
 from tasks.index.retrieval import Hit
 from tasks.index.store import SearchHit
 from tasks.refmatch.ask import match_options
-from tasks.refmatch.matcher import MatchResult, match_sentences
-from tasks.refmatch.scoring import BlendScorer, Candidate, SpanScorer, build_scorer
-from tasks.refmatch.sentences import split_sentences
+from tasks.refmatch.scoring import build_scorer
 
 Progress = Callable[[int, int], None]
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tasks.refmatch.scoring import Candidate, Span, SpanScorer
-from tasks.refmatch.sentences import Sentence, split_sentences
+from ragprep.matching.scoring import Candidate, Span, SpanScorer
+from ragprep.matching.sentences import Sentence, split_sentences
 
 
 @dataclass(frozen=True)
