@@ -21,7 +21,8 @@ from tasks.evaluate.ranking import (
     success_at,
 )
 from tasks.evaluate.retrieval import EvalOptions, _rerank, leak_flags
-from tasks.evaluate.run import evaluation_markdown, reference_variant, run_compare, run_evaluate
+from tasks.evaluate.retrieval_report import evaluation_markdown, reference_variant
+from tasks.evaluate.run import run_compare, run_evaluate
 from tasks.evaluate.summary import Variant
 from tests.downstream import private_copy, sample_version, use_hashing_embedder
 
