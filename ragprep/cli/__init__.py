@@ -13,9 +13,9 @@ from typing import Annotated
 
 import typer
 
-from ragprep.offline import disable_vendor_telemetry
 from ragprep.cli import data, downstream, pipeline, review, serve
 from ragprep.cli.common import show_version, show_warnings, widen_for_pipes
+from ragprep.offline import disable_vendor_telemetry
 
 app = typer.Typer(
     name="ragprep",

@@ -11,10 +11,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragprep.catalog import run_query, to_csv, to_json
+from ragprep.cli.common import OutputFormat, RootOption, console, err, settings_for, user_errors
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
 from ragprep.storage import Layout
-from ragprep.cli.common import OutputFormat, RootOption, console, err, settings_for, user_errors
 
 
 @user_errors

@@ -8,8 +8,6 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from ragprep.settings import Settings
-from ragprep.storage import Layout
 from ragprep.cli.common import (
     OcrOption,
     PathsArgument,
@@ -23,6 +21,8 @@ from ragprep.cli.common import (
     settings_for,
     user_errors,
 )
+from ragprep.settings import Settings
+from ragprep.storage import Layout
 
 
 def print_ingest(summary) -> None:

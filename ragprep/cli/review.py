@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragprep.storage import Layout
 from ragprep.cli.common import RootOption, console, err, print_report, settings_for, user_errors
 from ragprep.cli.pipeline import stage_command
+from ragprep.storage import Layout
 
 
 def qa(ctx: typer.Context, root: RootOption = None) -> None:
