@@ -38,6 +38,7 @@ import numpy as np
 
 from ragprep.engines.embedder import Embedder
 from ragprep.errors import RagprepError
+from ragprep.offline import use_local_models_only
 from ragprep.settings import Settings
 from ragprep.text import PARTICLES, numbers_in
 
@@ -392,10 +393,7 @@ class CrossEncoderScorer(_WindowPairScorer):
             )
         if not Path(model_path).is_dir():
             raise ScorerError(f"refmatch.cross_encoder_path {model_path} is not a local model folder")
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder only: never ask the hub
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        use_local_models_only()  # a local folder only: never ask the hub
         from sentence_transformers import CrossEncoder
 
         self.model = CrossEncoder(str(model_path))

@@ -114,7 +114,7 @@ def answer_spread(pairs: Iterable[QaPairRow]) -> dict[str, set[str]]:
 
 def pair_context(pair: QaPairRow, chunk: ChunkRow | None, file_name: str, also_in: int = 0) -> PairContext:
     """What the critic sees of a pair: its question and answer, its chunk and the flags already on it."""
-    markdown = (chunk.markdown_v0 or chunk.markdown) if chunk is not None else ""
+    markdown = chunk.qa_text if chunk is not None else ""
     return PairContext(
         question=pair.question, answer=pair.answer, chunk_markdown=markdown, chunk_title=chunk.title if chunk else "",
         file_name=file_name, question_type=pair.question_type, target_modality=pair.target_modality,

@@ -132,7 +132,7 @@ class EvalItem:
 
 
 def _chunk_text(chunk: ChunkRow) -> str:
-    return chunk.markdown_v0 or chunk.markdown
+    return chunk.qa_text
 
 
 _WRAPPED_RE = re.compile(r"(?<=[^\s.!?:|])\n(?=[^\s#|\-*>\d])")
