@@ -1,4 +1,5 @@
-"""What every command shares: the consoles, common options, settings, the one error decorator, the run preparation and the printers."""
+"""What every command shares: the consoles, common options, settings, the one error decorator, the run preparation
+and the printers."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def widen_for_pipes() -> None:
         if not target.is_terminal:
             target.width = 200
             target.soft_wrap = True
+
 
 RootOption = Annotated[
     Optional[Path],
@@ -127,8 +129,10 @@ def check_paths(paths: list[Path]) -> None:
     """Missing inputs stop the run before anything starts, on one line (exit 1, as for no documents)."""
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        err.print(f"[red]error:[/red] no such file or folder: {escape(', '.join(missing))}; "
-                  "give existing files or folders of .pptx/.pdf documents")
+        err.print(
+            f"[red]error:[/red] no such file or folder: {escape(', '.join(missing))}; "
+            "give existing files or folders of .pptx/.pdf documents"
+        )
         raise typer.Exit(1)
 
 
@@ -172,7 +176,9 @@ def print_report(report) -> None:
 
 
 PathsArgument = Annotated[list[Path], typer.Argument(help="Files or folders of .pptx/.pdf documents.")]
-WorkersOption = Annotated[Optional[int], typer.Option(help=f"Documents processed at once (1-{MAX_WORKERS}, default 2).", min=1, max=MAX_WORKERS)]
+WorkersOption = Annotated[
+    Optional[int], typer.Option(help=f"Documents processed at once (1-{MAX_WORKERS}, default 2).", min=1, max=MAX_WORKERS)
+]
 OcrOption = Annotated[Optional[bool], typer.Option("--ocr/--no-ocr", help="Run Tesseract OCR (default on).")]
 VersionOption = Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the latest published).")]
 

@@ -46,13 +46,23 @@ def versions(
         table.add_column(column)
 
     def splits(counts: dict | None) -> str:
-        return "-" if not counts else f"{counts.get('total', 0)} ({counts.get('train', 0)}/{counts.get('val', 0)}/{counts.get('test', 0)})"
+        return (
+            "-"
+            if not counts
+            else f"{counts.get('total', 0)} ({counts.get('train', 0)}/{counts.get('val', 0)}/{counts.get('test', 0)})"
+        )
 
     infos = list_versions(settings.root, settings.dataset_uri)
     for info in infos:
         status = info.status + (" [LATEST]" if info.is_latest else "")
-        table.add_row(info.version_id, status, info.created_at[:19], info.parent or "-", splits(info.rows.get("chunks")),
-                      splits(info.rows.get("qa_pairs")))
+        table.add_row(
+            info.version_id,
+            status,
+            info.created_at[:19],
+            info.parent or "-",
+            splits(info.rows.get("chunks")),
+            splits(info.rows.get("qa_pairs")),
+        )
     console.print(table)
     if not infos:
         console.print("no versions yet: run `ragprep dataset` (or `ragprep run`)")
@@ -116,10 +126,20 @@ def diff(
 
 @user_errors
 def sql(
-    query: Annotated[str, typer.Argument(help="DuckDB SQL over documents, elements, chunks, headers, qa_pairs, quotes, mm_items, review, runs, ...")],
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="DuckDB SQL over documents, elements, chunks, headers, qa_pairs, quotes, mm_items, review, runs, ..."
+        ),
+    ],
     root: RootOption = None,
-    version: Annotated[Optional[str], typer.Option(
-        "--version", help="Dataset version (default: the latest published); `working`: the last run's working tables (tables/*.parquet).")] = None,
+    version: Annotated[
+        Optional[str],
+        typer.Option(
+            "--version",
+            help="Dataset version (default: the latest published); `working`: the last run's working tables (tables/*.parquet).",
+        ),
+    ] = None,
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
 ) -> None:
     """Query with DuckDB: the latest dataset version (tables carry a split column), else the last run's tables;
@@ -168,7 +188,9 @@ def export_mmdocrag_command(
 
 @user_errors
 def score_quotes(
-    predictions: Annotated[Path, typer.Argument(help='JSONL: {"q_id": .., "answer": "..[1] ![](image2).."} or {"q_id": .., "selected": ["text1"]}.')],
+    predictions: Annotated[
+        Path, typer.Argument(help='JSONL: {"q_id": .., "answer": "..[1] ![](image2).."} or {"q_id": .., "selected": ["text1"]}.')
+    ],
     gold: Annotated[Path, typer.Argument(help="The exported MMDocRAG JSONL (ragprep export mmdocrag).")],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
 ) -> None:
@@ -186,7 +208,9 @@ def score_quotes(
     rows = []
     for modality in ("text", "image", "all"):
         m = corpus[modality]
-        cells = [f"{m[a][k]:.3f}" if m[a][k] is not None else "-" for a in ("micro", "macro") for k in ("precision", "recall", "f1")]
+        cells = [
+            f"{m[a][k]:.3f}" if m[a][k] is not None else "-" for a in ("micro", "macro") for k in ("precision", "recall", "f1")
+        ]
         rows.append((modality, str(m["n_scored"]), *cells))
     if format is OutputFormat.csv:
         sys.stdout.write(to_csv(columns, rows))

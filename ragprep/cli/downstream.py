@@ -1,4 +1,5 @@
-"""Downstream commands: ``index``, ``search``, ``evaluate``, ``export train``, ``train retriever|reranker``, ``ask``, ``refmatch``."""
+"""Downstream commands: ``index``, ``search``, ``evaluate``, ``export train``, ``train retriever|reranker``, ``ask``,
+``refmatch``."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def search(
     query: Annotated[str, typer.Argument(help="The question or keywords.")],
     k: Annotated[int, typer.Option("--k", "-k", help="Chunks to return.", min=1)] = 10,
     mode: Annotated[Optional[SearchMode], typer.Option("--mode", help="dense | bm25 | hybrid (RRF); default index.mode.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (hits with document, slide/page, title, score, text).")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (hits with document, slide/page, title, score, text).")
+    ] = False,
     root: RootOption = None,
     variant: VariantOption = None,
 ) -> None:
@@ -87,11 +90,21 @@ def print_evaluation(summary) -> None:
 def evaluate(
     root: RootOption = None,
     version: VersionOption = None,
-    compare: Annotated[Optional[tuple[str, str]], typer.Option("--compare", help="Two version ids OLD NEW: how every metric moved.",
-                                                               show_default=False)] = None,
-    rerank_depth: Annotated[Optional[int], typer.Option("--rerank-depth", min=10, help="Candidates a re-ranker re-orders (default 20).")] = None,
-    questions: Annotated[str, typer.Option("--questions", help="test (the protocol) | all: every split's questions, a "
-                                           "diagnostic for the untrained variants (trained models left out).")] = "test",
+    compare: Annotated[
+        Optional[tuple[str, str]],
+        typer.Option("--compare", help="Two version ids OLD NEW: how every metric moved.", show_default=False),
+    ] = None,
+    rerank_depth: Annotated[
+        Optional[int], typer.Option("--rerank-depth", min=10, help="Candidates a re-ranker re-orders (default 20).")
+    ] = None,
+    questions: Annotated[
+        str,
+        typer.Option(
+            "--questions",
+            help="test (the protocol) | all: every split's questions, a "
+            "diagnostic for the untrained variants (trained models left out).",
+        ),
+    ] = "test",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Evaluate retrieval on a dataset version: its test-split questions against every chunk of every split.
@@ -107,12 +120,21 @@ def evaluate(
     if questions not in ("test", "all"):
         err.print(f"[red]error:[/red] --questions is test or all, not {questions!r}")
         raise typer.Exit(2)
-    result = evaluate_flow(root=str(settings.root), version=version, compare=list(compare) if compare else None,
-                           rerank_depth=rerank_depth, questions=questions)
+    result = evaluate_flow(
+        root=str(settings.root),
+        version=version,
+        compare=list(compare) if compare else None,
+        rerank_depth=rerank_depth,
+        questions=questions,
+    )
     if compare:
         if as_json:
-            payload = {"old": compare[0], "new": compare[1], "common_questions": result.common_questions,
-                       "moves": [m.model_dump() for m in result.moves]}
+            payload = {
+                "old": compare[0],
+                "new": compare[1],
+                "common_questions": result.common_questions,
+                "moves": [m.model_dump() for m in result.moves],
+            }
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         else:
             print_report(result.report())
@@ -127,7 +149,9 @@ def evaluate(
 def export_train_command(
     root: RootOption = None,
     version: VersionOption = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder (default ROOT/exports/training/VERSION).")] = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Output folder (default ROOT/exports/training/VERSION).")
+    ] = None,
 ) -> None:
     """Training files from a dataset version, train and val splits only (never test), with a card.json.
 
@@ -161,8 +185,13 @@ def train_retriever(
     root: RootOption = None,
     version: VersionOption = None,
     steps: StepsOption = None,
-    backend: Annotated[Optional[str], typer.Option("--backend", help="adapter (default: numpy query adapter on the frozen "
-                                                   "embedder) | sentence-transformers (extra [train])")] = None,
+    backend: Annotated[
+        Optional[str],
+        typer.Option(
+            "--backend",
+            help="adapter (default: numpy query adapter on the frozen embedder) | sentence-transformers (extra [train])",
+        ),
+    ] = None,
 ) -> None:
     """Train the retriever: a linear query adapter on frozen embedder vectors (InfoNCE, in-batch + hard negatives).
 
@@ -177,8 +206,10 @@ def train_reranker(
     root: RootOption = None,
     version: VersionOption = None,
     steps: StepsOption = None,
-    backend: Annotated[Optional[str], typer.Option("--backend", help="linear (default: numpy logistic re-ranker) | "
-                                                   "cross-encoder (extra [train])")] = None,
+    backend: Annotated[
+        Optional[str],
+        typer.Option("--backend", help="linear (default: numpy logistic re-ranker) | cross-encoder (extra [train])"),
+    ] = None,
 ) -> None:
     """Train the re-ranker on the re-ranker export's labelled pairs (the gold + 3 random of the top 10).
 
@@ -191,8 +222,12 @@ def train_reranker(
 @user_errors
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    k: Annotated[Optional[int], typer.Option("--k", "-k", help="Passages to answer from (default refmatch.top_k, 5).", min=1)] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: answer, segments with citations, passages, scorer calls.")] = False,
+    k: Annotated[
+        Optional[int], typer.Option("--k", "-k", help="Passages to answer from (default refmatch.top_k, 5).", min=1)
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON: answer, segments with citations, passages, scorer calls.")
+    ] = False,
     root: RootOption = None,
     variant: VariantOption = None,
 ) -> None:
@@ -214,8 +249,12 @@ def ask(
 
 @user_errors
 def refmatch(
-    answers: Annotated[Path, typer.Argument(help='JSONL of {"question": .., "answer": .., "id"?: .., "chunk_ids"?: [..]} lines.')],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Parquet to write (default ROOT/refmatch/<name>.parquet).")] = None,
+    answers: Annotated[
+        Path, typer.Argument(help='JSONL of {"question": .., "answer": .., "id"?: .., "chunk_ids"?: [..]} lines.')
+    ],
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Parquet to write (default ROOT/refmatch/<name>.parquet).")
+    ] = None,
     root: RootOption = None,
 ) -> None:
     """Link every segment of every answer to the chunk it came from (answers from any RAG system); writes a Parquet.

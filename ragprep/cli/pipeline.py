@@ -102,7 +102,7 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
     """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers, qa, judge, quotes, negatives, dataset.
 
     Exits 1 only when no document was found or every document failed.
-    """
+    """  # noqa: E501 (the first line is the command's one-line help, kept as it was)
     settings = settings_for(root, workers, ocr, task_runner=task_runner.value if task_runner else None, dask_address=dask_address)
     check_paths(paths)
     prepare()
@@ -110,8 +110,12 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
 
     summary = ingested(
         lambda: pipeline_flow(
-            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr.enabled,
-            task_runner=settings.task_runner, dask_address=settings.dask_address,
+            paths=[str(p) for p in paths],
+            root=str(settings.root),
+            workers=settings.workers,
+            ocr=settings.ocr.enabled,
+            task_runner=settings.task_runner,
+            dask_address=settings.dask_address,
         ),
         settings,
     )
@@ -125,8 +129,14 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
 
 
 @user_errors
-def ingest(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None,
-           task_runner: TaskRunnerOption = None, dask_address: DaskAddressOption = None) -> None:
+def ingest(
+    paths: PathsArgument,
+    root: RootOption = None,
+    workers: WorkersOption = None,
+    ocr: OcrOption = None,
+    task_runner: TaskRunnerOption = None,
+    dask_address: DaskAddressOption = None,
+) -> None:
     """Extract documents and build chunks (the ingest stage alone).
 
     Exits 1 when no document was found or every document failed.
@@ -138,8 +148,12 @@ def ingest(paths: PathsArgument, root: RootOption = None, workers: WorkersOption
 
     summary = ingested(
         lambda: ingest_flow(
-            paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers, ocr=settings.ocr.enabled,
-            task_runner=settings.task_runner, dask_address=settings.dask_address,
+            paths=[str(p) for p in paths],
+            root=str(settings.root),
+            workers=settings.workers,
+            ocr=settings.ocr.enabled,
+            task_runner=settings.task_runner,
+            dask_address=settings.dask_address,
         ),
         settings,
     )
@@ -152,7 +166,8 @@ STAGE_HELP = {
     "correct": "Correct each slide's Markdown (markdown_v0); invented numbers are flagged.",
     "headers": "Extract test-report headers and prepend them to their chunks (markdown_v1).",
     "qa": "Generate and flag QA pairs per chunk, judge them (the judge stage), apply review decisions, write the review report.",
-    "judge": "Score every QA pair 1-5 (grounded, standalone, well_formed, useful); approve those the critic passes, flag the rest.",
+    "judge": "Score every QA pair 1-5 (grounded, standalone, well_formed, useful); "
+    "approve those the critic passes, flag the rest.",
 }
 """The single-stage commands over the working tables, in pipeline order."""
 

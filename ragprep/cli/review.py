@@ -55,7 +55,9 @@ def qa_audit(
 @user_errors
 def review_report(
     root: RootOption = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Where to write the HTML (default ROOT/review/report-<build>.html).")] = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", help="Where to write the HTML (default ROOT/review/report-<build>.html).")
+    ] = None,
 ) -> None:
     """Write the self-contained HTML review report: flagged QA pairs and a spot-check sample of auto-approved ones."""
     settings = settings_for(root)

@@ -13,10 +13,20 @@ from ragprep.cli.common import console, quiet_prefect_environment, user_errors
 
 @user_errors
 def serve(
-    root: Annotated[Optional[Path], typer.Option("--root", help="Output root the deployments write (env RAGPREP_ROOT, "
-                                                  "default ~/ragprep-data; never inside the code checkout).", show_default=False)] = None,
-    port: Annotated[Optional[int], typer.Option("--port", help="Prefect server port (default: a free one).", min=1, max=65535)] = None,
-    web_port: Annotated[Optional[int], typer.Option("--web-port", help="Web root port (default: a free one).", min=1, max=65535)] = None,
+    root: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--root",
+            help="Output root the deployments write (env RAGPREP_ROOT, default ~/ragprep-data; never inside the code checkout).",
+            show_default=False,
+        ),
+    ] = None,
+    port: Annotated[
+        Optional[int], typer.Option("--port", help="Prefect server port (default: a free one).", min=1, max=65535)
+    ] = None,
+    web_port: Annotated[
+        Optional[int], typer.Option("--web-port", help="Web root port (default: a free one).", min=1, max=65535)
+    ] = None,
 ) -> None:
     """Run ragprep as a service on this machine until Ctrl-C: a Prefect server (UI) on 127.0.0.1, the `ragprep`
     process work pool, every deployment of deploy/prefect.yaml, a worker, and a read-only web page of the root's

@@ -73,7 +73,9 @@ class PromptTemplate:
             raise PromptError(f"prompt {self.ref} ({self.path}): {exc}") from exc
 
 
-def load_prompt(prompt_id: str, version: int | None = None, prompts_dir: Path | Traversable = DEFAULT_PROMPTS_DIR) -> PromptTemplate:
+def load_prompt(
+    prompt_id: str, version: int | None = None, prompts_dir: Path | Traversable = DEFAULT_PROMPTS_DIR
+) -> PromptTemplate:
     """The given version of a prompt, or its highest version."""
     folder = prompts_dir / prompt_id
     names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
