@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -39,7 +39,7 @@ import numpy as np
 from ragprep.engines.embedder import Embedder
 from ragprep.errors import RagprepError
 from ragprep.offline import use_local_models_only
-from ragprep.settings import Settings
+from ragprep.settings import RefmatchSettings, Settings
 from ragprep.text import PARTICLES, numbers_in
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
@@ -80,19 +80,33 @@ class SpanScorer(Protocol):
         """(len(spans),) support scores in [0, 1]."""
 
 
+_SETTING_OF = {"dense": "dense_weight", "lexical": "lexical_weight", "numbers": "number_weight"}
+"""The ``refmatch`` setting behind each blend weight whose name differs."""
+
+
+def _refmatch_default(weight: str):
+    return RefmatchSettings.model_fields[_SETTING_OF.get(weight, weight)].default
+
+
 @dataclass(frozen=True)
 class BlendWeights:
-    """How the default scorer blends its signals (see the module doc); from ``refmatch`` settings."""
+    """How the default scorer blends its signals (see the module doc): the ``refmatch`` settings group's values
+    (its defaults are that group's defaults, never restated here)."""
 
-    dense: float = 0.4
-    lexical: float = 0.5
-    numbers: float = 0.1
-    dense_floor: float = 0.80
-    dense_ceiling: float = 0.92
-    spread_penalty: float = 0.5
-    solo_floor: float = 0.5
-    question_weight: float = 0.05
-    window_words: int = 60
+    dense: float = _refmatch_default("dense")
+    lexical: float = _refmatch_default("lexical")
+    numbers: float = _refmatch_default("numbers")
+    dense_floor: float = _refmatch_default("dense_floor")
+    dense_ceiling: float = _refmatch_default("dense_ceiling")
+    spread_penalty: float = _refmatch_default("spread_penalty")
+    solo_floor: float = _refmatch_default("solo_floor")
+    question_weight: float = _refmatch_default("question_weight")
+    window_words: int = _refmatch_default("window_words")
+
+    @classmethod
+    def from_settings(cls, refmatch: RefmatchSettings) -> BlendWeights:
+        """The weights a ``refmatch`` settings group sets."""
+        return cls(**{f.name: getattr(refmatch, _SETTING_OF.get(f.name, f.name)) for f in fields(cls)})
 
 
 # -- words and numbers -------------------------------------------------------------------------
@@ -422,9 +436,4 @@ class RerankerScorer(_WindowPairScorer):
 
 def blend_weights(settings: Settings) -> BlendWeights:
     """The default scorer's weights from ``refmatch`` settings."""
-    r = settings.refmatch
-    return BlendWeights(
-        dense=r.dense_weight, lexical=r.lexical_weight, numbers=r.number_weight, dense_floor=r.dense_floor,
-        dense_ceiling=r.dense_ceiling, spread_penalty=r.spread_penalty, solo_floor=r.solo_floor, question_weight=r.question_weight,
-        window_words=r.window_words,
-    )
+    return BlendWeights.from_settings(settings.refmatch)

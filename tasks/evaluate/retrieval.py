@@ -45,7 +45,7 @@ from ragprep.engines.embedder import Embedder
 from ragprep.engines.query_memo import QueryMemo
 from ragprep.errors import RagprepError
 from ragprep.ids import stable_id
-from ragprep.settings import Settings
+from ragprep.settings import EvaluateSettings, IndexSettings, Settings
 from ragprep.storage import Layout, atomic_write_bytes, atomic_write_parquet
 from tasks.dataset.snapshot import ChunkRecord, QuestionRecord, Snapshot
 from tasks.evaluate.ranking import METRICS, first_relevant_rank, mean_metrics, question_metrics
@@ -68,16 +68,17 @@ class EvaluationError(RagprepError):
 
 @dataclass(frozen=True)
 class EvalOptions:
-    """What one evaluation runs."""
+    """What one evaluation runs. The knobs the ``evaluate`` settings group sets (and the index's ``rrf_k``) default to
+    that group's defaults, never restated here; :meth:`from_settings` takes them from a settings object."""
 
     text_variants: tuple[str, ...] = ("v0", "v1")
     retrievers: tuple[str, ...] = RETRIEVERS
-    rerank: bool = True
-    trained: bool = True
+    rerank: bool = EvaluateSettings.model_fields["rerank"].default
+    trained: bool = EvaluateSettings.model_fields["trained"].default
     """Also evaluate the trained adapter and re-ranker when they exist."""
-    rerank_depth: int = 20
+    rerank_depth: int = EvaluateSettings.model_fields["rerank_depth"].default
     """Candidates of the first stage that a re-ranker re-orders (at least 10)."""
-    rrf_k: int = 60
+    rrf_k: int = IndexSettings.model_fields["rrf_k"].default
     question_splits: tuple[str, ...] = ("test",)
     """Splits whose questions are evaluated: the test split is the protocol; more splits (a diagnostic with more
     questions, for untrained variants only) leave the trained models out, since they were trained on train/val."""
@@ -86,6 +87,14 @@ class EvalOptions:
     def protocol(self) -> bool:
         """Whether this is the seed's protocol (test questions only)."""
         return tuple(self.question_splits) == ("test",)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> EvalOptions:
+        """The options ``settings.evaluate`` (and ``settings.index.rrf_k``) set, with the overrides that are not None."""
+        given = {name: getattr(settings.evaluate, name) for name in ("rerank_depth", "trained", "rerank")}
+        given["rrf_k"] = settings.index.rrf_k
+        given.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**given)
 
     def as_dict(self) -> dict:
         """Plain values, for ids and reports."""

@@ -49,7 +49,4 @@ def run_compare(settings: Settings, old: str, new: str, options: EvalOptions | N
 
 def options_from_settings(settings: Settings, **overrides: object) -> EvalOptions:
     """The evaluation options of ``settings.evaluate`` (and the index's RRF constant), with overrides."""
-    given = {"rerank_depth": settings.evaluate.rerank_depth, "trained": settings.evaluate.trained,
-             "rerank": settings.evaluate.rerank, "rrf_k": settings.index.rrf_k}
-    given.update({k: v for k, v in overrides.items() if v is not None})
-    return EvalOptions(**given)
+    return EvalOptions.from_settings(settings, **overrides)

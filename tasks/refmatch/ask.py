@@ -134,8 +134,7 @@ def _generate(settings: Settings, question: str, passages: list[Passage]) -> Gen
 
 def match_options(settings: Settings) -> MatchOptions:
     """The matcher's options from ``refmatch`` settings."""
-    r = settings.refmatch
-    return MatchOptions(r.max_span_sentences, r.span_candidates, r.segment_penalty, r.null_score, r.threshold)
+    return MatchOptions.from_settings(settings.refmatch)
 
 
 def cite(question: str, answer: str, ranked: list[tuple[SearchHit, float]], scorer: SpanScorer,
