@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -68,13 +69,15 @@ def print_mmdoc(summary) -> None:
     print_report(summary.report())
 
 
-def ingested(call, settings: Settings):
-    """Run a flow that ingests. When it found no documents or every document failed, the flow run ends Failed
-    with ``NothingIngestedError``: print its ingest summary, the outputs and the reason; exit 1."""
+def ingested(flow_fn, paths: list[Path], settings: Settings):
+    """Run a flow that ingests ``paths`` with the command's settings and run options. When it found no documents or
+    every document failed, the flow run ends Failed with ``NothingIngestedError``: print its ingest summary, the
+    outputs and the reason; exit 1."""
     from tasks.ingest.run import NothingIngestedError
 
     try:
-        return call()
+        return flow_fn(paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers,
+                       ocr=settings.ocr.enabled, task_runner=settings.task_runner, dask_address=settings.dask_address)
     except NothingIngestedError as exc:
         if exc.summary is not None:
             print_ingest(exc.summary)
@@ -84,6 +87,8 @@ def ingested(call, settings: Settings):
 
 
 class TaskRunner(str, Enum):
+    """``--task-runner``."""
+
     threads = "threads"
     dask = "dask"
 
@@ -96,6 +101,16 @@ DaskAddressOption = Annotated[Optional[str], typer.Option(
     show_default=False)]
 
 
+def ingesting(paths: list[Path], root: Path | None, workers: int | None, ocr: bool | None, task_runner: TaskRunner | None,
+              dask_address: str | None) -> Settings:
+    """The settings of a command that ingests ``paths`` (built once, run options included), once the paths exist and
+    the run is prepared."""
+    settings = settings_for(root, workers, ocr, task_runner=task_runner.value if task_runner else None, dask_address=dask_address)
+    check_paths(paths)
+    prepare()
+    return settings
+
+
 @user_errors
 def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None,
         task_runner: TaskRunnerOption = None, dask_address: DaskAddressOption = None) -> None:
@@ -103,22 +118,10 @@ def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = 
 
     Exits 1 only when no document was found or every document failed.
     """  # noqa: E501 (the first line is the command's one-line help, kept as it was)
-    settings = settings_for(root, workers, ocr, task_runner=task_runner.value if task_runner else None, dask_address=dask_address)
-    check_paths(paths)
-    prepare()
+    settings = ingesting(paths, root, workers, ocr, task_runner, dask_address)
     from flows.pipeline import pipeline_flow
 
-    summary = ingested(
-        lambda: pipeline_flow(
-            paths=[str(p) for p in paths],
-            root=str(settings.root),
-            workers=settings.workers,
-            ocr=settings.ocr.enabled,
-            task_runner=settings.task_runner,
-            dask_address=settings.dask_address,
-        ),
-        settings,
-    )
+    summary = ingested(pipeline_flow, paths, settings)
     print_ingest(summary.ingest)
     print_stages(summary.stages)
     if summary.mmdoc is not None:
@@ -141,22 +144,10 @@ def ingest(
 
     Exits 1 when no document was found or every document failed.
     """
-    settings = settings_for(root, workers, ocr, task_runner=task_runner.value if task_runner else None, dask_address=dask_address)
-    check_paths(paths)
-    prepare()
+    settings = ingesting(paths, root, workers, ocr, task_runner, dask_address)
     from flows.ingest import ingest_flow
 
-    summary = ingested(
-        lambda: ingest_flow(
-            paths=[str(p) for p in paths],
-            root=str(settings.root),
-            workers=settings.workers,
-            ocr=settings.ocr.enabled,
-            task_runner=settings.task_runner,
-            dask_address=settings.dask_address,
-        ),
-        settings,
-    )
+    summary = ingested(ingest_flow, paths, settings)
     print_ingest(summary)
     print_outputs(settings)
 
