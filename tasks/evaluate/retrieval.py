@@ -46,9 +46,10 @@ from ragprep.engines.query_memo import QueryMemo
 from ragprep.errors import RagprepError
 from ragprep.ids import stable_id
 from ragprep.settings import EvaluateSettings, IndexSettings, Settings
-from ragprep.storage import Layout, atomic_write_bytes, atomic_write_parquet
+from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.tables import TableStore, spec
 from tasks.dataset.snapshot import ChunkRecord, QuestionRecord, Snapshot
-from tasks.evaluate.ranking import METRICS, first_relevant_rank, mean_metrics, question_metrics
+from tasks.evaluate.ranking import first_relevant_rank, mean_metrics, question_metrics
 from tasks.evaluate.summary import EvaluationSummary, LeakDiagnostic, Variant
 from tasks.index.retrieval import Retriever
 from tasks.mmdoc.negatives import normalised
@@ -263,32 +264,19 @@ def evaluate_snapshot(snapshot: Snapshot, engines: _Engines, options: EvalOption
     return summary, per_question
 
 
-ROW_SCHEMA = pa.schema(
-    [("version_id", pa.string()), ("eval_id", pa.string()), ("text", pa.string()), ("retriever", pa.string()),
-     ("encoder", pa.string()), ("reranker", pa.string()), ("group_kind", pa.string()), ("group", pa.string()),
-     ("n", pa.int64())] + [(m, pa.float64()) for m in METRICS]
-    + [("embedder", pa.string()), ("adapter_id", pa.string()), ("reranker_id", pa.string())]
-)
-QUESTION_SCHEMA = pa.schema(
-    [("version_id", pa.string()), ("eval_id", pa.string()), ("text", pa.string()), ("retriever", pa.string()),
-     ("encoder", pa.string()), ("reranker", pa.string()), ("qa_id", pa.string()), ("chunk_id", pa.string()),
-     ("gold_rank", pa.int64()), ("top", pa.list_(pa.string()))]
-)
-
-
 def write_evaluation(layout: Layout, summary: EvaluationSummary, per_question: list[dict], markdown: str) -> EvaluationSummary:
     """Write the Parquet files, the Markdown report and ``latest.json`` under ``evaluations/<version>/``."""
     folder = layout.evaluations_dir / summary.version_id
     extra = {"version_id": summary.version_id, "eval_id": summary.eval_id, "embedder": summary.embedder,
              "adapter_id": (summary.adapter or {}).get("model_id"), "reranker_id": (summary.reranker or {}).get("model_id")}
-    rows = pa.Table.from_pylist([{**extra, **r} for r in summary.rows], schema=ROW_SCHEMA)
-    questions = pa.Table.from_pylist([{**extra, **q} for q in per_question], schema=QUESTION_SCHEMA)
+    rows = pa.Table.from_pylist([{**extra, **r} for r in summary.rows], schema=spec("evaluations").schema)
+    questions = pa.Table.from_pylist([{**extra, **q} for q in per_question], schema=spec("evaluation_questions").schema)
     summary = summary.model_copy(update={
         "parquet": str(folder / f"{summary.eval_id}.parquet"), "questions_parquet": str(folder / f"{summary.eval_id}-questions.parquet"),
         "markdown": str(folder / f"{summary.eval_id}.md"),
     })
-    atomic_write_parquet(rows, Path(summary.parquet))
-    atomic_write_parquet(questions, Path(summary.questions_parquet))
+    TableStore.write_at("evaluations", rows, Path(summary.parquet))
+    TableStore.write_at("evaluation_questions", questions, Path(summary.questions_parquet))
     atomic_write_bytes(Path(summary.markdown), markdown.encode("utf-8"))
     atomic_write_bytes(folder / f"{summary.eval_id}.json", summary.model_dump_json(indent=2).encode("utf-8"))
     atomic_write_bytes(folder / "latest.json", json.dumps({"eval_id": summary.eval_id}).encode("utf-8"))
