@@ -108,3 +108,15 @@ def test_every_package_and_its_data_is_packaged():
     data = config["package-data"]
     assert "*/*.toml" in data["ragprep.prompts"] and "templates/*" in data["tasks.qa"]
     assert any(pattern.startswith("expectations/") for pattern in data["tasks.dataset"])
+
+
+def test_a_stage_importing_a_later_stage_is_reported():
+    """The pipeline order can fail: the qa stage importing refmatch (a later stage) breaks the layers contract."""
+    offender = REPO / "tasks" / "qa" / "_contract_probe.py"
+    offender.write_text('"""Probe."""\n\nimport tasks.refmatch.run  # noqa: F401\n', encoding="utf-8")
+    try:
+        result = _run(str(BIN / "lint-imports"), "--no-cache")
+    finally:
+        offender.unlink()
+    assert result.returncode != 0
+    assert "tasks.qa._contract_probe -> tasks.refmatch.run" in result.stdout
