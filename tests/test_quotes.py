@@ -20,6 +20,7 @@ from ragprep.engines.layout import (
     PyMuPdfLayoutBackend,
     parse_mineru_content_list,
 )
+from ragprep.engines.ocr import make_ocr_engine
 from ragprep.ids import quote_id_for
 from ragprep.settings import Settings
 from ragprep.storage import Layout
@@ -29,7 +30,7 @@ from schemas.mmdocrag import validate_jsonl
 from tasks.dataset.versions import build_version, latest_version, quality_gate
 from tasks.export.mmdocrag import export_mmdocrag
 from tasks.ingest.extract.base import ExtractContext
-from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
+from tasks.ingest.run import assemble_tables, discover, ingest_document
 from tasks.mmdoc.negatives import (
     Question,
     mine_candidate_sets,

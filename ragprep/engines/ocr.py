@@ -16,10 +16,14 @@ import threading
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ragprep.ids import sha256_bytes, stable_id
 from ragprep.storage import atomic_write_bytes
+
+if TYPE_CHECKING:
+    from ragprep.settings import Settings
+    from ragprep.storage import Layout
 
 OCR_RULES_VERSION = "lines-v1"
 """Bump when the post-processing of Tesseract output changes (invalidates the cache)."""
@@ -176,3 +180,10 @@ def stray_jamo(text: str) -> int:
     """Count of standalone Hangul compatibility jamo: real Korean text is written in
     syllables, so these are almost always misreads of Latin letters."""
     return sum(1 for ch in text if "\u3131" <= ch <= "\u318e")
+
+
+def make_ocr_engine(settings: Settings, layout: Layout) -> OcrEngine | None:
+    """Tesseract with the configured languages, cached under the root; None when OCR is disabled."""
+    if not settings.ocr.enabled:
+        return None
+    return TesseractOcr(settings.ocr.languages, settings.ocr.min_confidence, layout.ocr_cache_dir)

@@ -12,15 +12,9 @@ from pathlib import Path
 
 from ragprep.engines.generator import Generator
 from ragprep.prompts import PromptTemplate
+from ragprep.text import numbers_in
 from schemas.chunks import ChunkRow
 from tasks.stage import run_items
-
-_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def numbers_in(text: str) -> set[str]:
-    """Numbers as written, thousands separators ignored ("1,000" == "1000")."""
-    return {m.group().replace(",", "") for m in _NUMBER_RE.finditer(text)}
 
 
 def invented_numbers(source: str, corrected: str) -> list[str]:

@@ -81,7 +81,7 @@ def first_slides(
     for chunk in chunks:
         number = chunk.slide if chunk.slide is not None else chunk.page_start
         if number is not None and number <= n:
-            slides.append(SlideText(number, chunk.markdown_v0 or chunk.markdown, chunk.title, tuple(boxes.get(number, []))))
+            slides.append(SlideText(number, chunk.qa_text, chunk.title, tuple(boxes.get(number, []))))
     return sorted(slides, key=lambda s: s.number)
 
 

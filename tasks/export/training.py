@@ -45,6 +45,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from ragprep.catalog import connect
+from ragprep.engines.embedders import configured_embedder
+from ragprep.engines.query_memo import QueryMemo
 from ragprep.errors import RagprepError
 from ragprep.ids import stable_id
 from ragprep.prompts import load_prompt
@@ -54,10 +56,7 @@ from tasks.dataset.snapshot import ChunkRecord, QuestionRecord, Snapshot, load_s
 from tasks.dataset.versions import dataset_store, find_version, read_version_table
 from tasks.export.mmdocrag import ExportError, export_mmdocrag
 from tasks.index.retrieval import Hit, Retriever
-from tasks.mmdoc.negatives import _contains_answer as contains_answer
-from tasks.mmdoc.negatives import normalised
-from tasks.train.adapter import QueryMemo
-from tasks.train.loading import configured_embedder
+from tasks.mmdoc.negatives import contains_answer, normalised
 
 TRAINING_SPLITS = ("train", "val")
 QUERY_BATCH = 256

@@ -45,15 +45,12 @@ from ragprep.engines.embedders import EmbedderSpec
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.tables import spec
 from tasks.index.retrieval import Bm25Ranker, Hit, Retriever, check_mode, embed_queries, ranked_hits, top_indices
 
 TABLE = "chunks"
 MANIFEST = "manifest.json"
-METADATA = pa.schema([
-    ("chunk_id", pa.string()), ("doc_id", pa.string()), ("document", pa.string()), ("source_path", pa.string()),
-    ("doc_type", pa.string()), ("unit", pa.string()), ("slide", pa.int32()), ("page_start", pa.int32()),
-    ("page_end", pa.int32()), ("title", pa.string()), ("split", pa.string()), ("text", pa.string()), ("text_hash", pa.string()),
-])
+METADATA = spec("index_entries").schema
 """Every column of the LanceDB table but the vector."""
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from ragprep import __version__
-from ragprep.engines.ocr import OcrEngine, TesseractOcr
+from ragprep.engines.ocr import OcrEngine, make_ocr_engine
 from ragprep.errors import RagprepError
 from ragprep.ids import doc_id_for, sha256_file, stable_id
 from ragprep.settings import Settings
@@ -132,13 +132,6 @@ def _ref_for(path: Path, settings: Settings) -> DocumentRef:
         )
     return DocumentRef(path=raw, doc_type=settings.doc_type_for(path), format=format_of(path),
                        doc_type_reason=settings.doc_type_rule(path)[1])
-
-
-def make_ocr_engine(settings: Settings, layout: Layout) -> OcrEngine | None:
-    """Tesseract with the configured languages, cached under the root; None when OCR is disabled."""
-    if not settings.ocr.enabled:
-        return None
-    return TesseractOcr(settings.ocr.languages, settings.ocr.min_confidence, layout.ocr_cache_dir)
 
 
 def one_line(text: str) -> str:

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragprep.markdown import parse_number, table_rows
-from tasks.enrich.correct import numbers_in
+from ragprep.text import numbers_in
 from tasks.qa.flags import support_share
 
 if TYPE_CHECKING:
-    from tasks.qa.judge import PairContext
+    from tasks.qa.pair_context import PairContext
 
 @dataclass(frozen=True)
 class Signal:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rapidfuzz import fuzz, process, utils
 
 from ragprep.settings import Settings
-from tasks.enrich.correct import numbers_in
-from tasks.refmatch.flagging import unsupported_segment_flag
+from ragprep.text import numbers_in
+from tasks.qa.segments import unsupported_segment_flag
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _QUESTION_END_RE = re.compile(r"(\?|？|까요|나요|인가|니까|습니까)\s*$")

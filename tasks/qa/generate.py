@@ -92,7 +92,7 @@ _DATE_KEYS_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:date|meeting date|일시|날짜|
 def _meeting_date(chunks: Sequence[ChunkRow]) -> str:
     """The date a meeting's notes state (a "Date:" / "일시:" line on its first chunks), or ''."""
     for chunk in chunks[:3]:
-        found = _DATE_KEYS_RE.search(chunk.markdown_v0 or chunk.markdown)
+        found = _DATE_KEYS_RE.search(chunk.qa_text)
         if found:
             return found.group("date")
     return ""
@@ -147,7 +147,7 @@ def pairs_wanted(chunk: ChunkRow, settings: Settings) -> int:
 def chunk_view(chunk: ChunkRow, elements: dict[str, ElementRow], handle: rules.Handle | None = None) -> rules.ChunkView:
     """What the QA step sees of a chunk: its Markdown (corrected when available), language, handle, tables, charts and OCR'd pictures."""
     members = [elements[e] for e in chunk.element_ids if e in elements]
-    markdown = chunk.markdown_v0 or chunk.markdown
+    markdown = chunk.qa_text
     return rules.ChunkView(
         title=chunk.title,
         language=language_of(markdown),
@@ -218,7 +218,7 @@ def flag_pairs(pairs: Sequence[QaPairRow], chunks: dict[str, ChunkRow], settings
     out = []
     for pair, duplicate, repeated in zip(pairs, duplicates, ambiguous):
         chunk = chunks[pair.chunk_id]
-        found = pair_flags(pair.question, pair.answer, chunk.markdown_v0 or chunk.markdown, settings)
+        found = pair_flags(pair.question, pair.answer, chunk.qa_text, settings)
         if repeated:
             found.append(repeated)  # the same pair from another chunk: which chunk is the gold is ambiguous
         elif duplicate:

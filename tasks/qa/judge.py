@@ -36,31 +36,11 @@ from schemas.chunks import ChunkRow
 from schemas.documents import DocumentRow
 from schemas.qa_pairs import CRITIC_CRITERIA, LOW_QUALITY, QaPairRow
 from tasks.qa.critic_rules import names_file, normalised_answer, signals
+from tasks.qa.pair_context import PairContext
 from tasks.stage import run_items
 
 CRITERIA = CRITIC_CRITERIA
 JUDGE_FAILED = f"{LOW_QUALITY}:judge_failed"
-
-
-@dataclass(frozen=True)
-class PairContext:
-    """Everything the critic sees of one pair."""
-
-    question: str
-    answer: str
-    chunk_markdown: str
-    """The chunk text the pair was generated from (``markdown_v0``, else ``markdown``)."""
-    chunk_title: str
-    file_name: str
-    """The document's file name (never a good handle)."""
-    question_type: str
-    target_modality: str
-    language: str
-    """``en`` | ``ko`` | ``other``."""
-    flags: tuple[str, ...] = ()
-    """Flags already on the pair (``near_duplicate``, ``ambiguous_gold``, ...)."""
-    answer_also_in: int = 0
-    """How many other chunks have a pair with the same answer (normalised): boilerplate or ambiguity."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +114,7 @@ def answer_spread(pairs: Iterable[QaPairRow]) -> dict[str, set[str]]:
 
 def pair_context(pair: QaPairRow, chunk: ChunkRow | None, file_name: str, also_in: int = 0) -> PairContext:
     """What the critic sees of a pair: its question and answer, its chunk and the flags already on it."""
-    markdown = (chunk.markdown_v0 or chunk.markdown) if chunk is not None else ""
+    markdown = chunk.qa_text if chunk is not None else ""
     return PairContext(
         question=pair.question, answer=pair.answer, chunk_markdown=markdown, chunk_title=chunk.title if chunk else "",
         file_name=file_name, question_type=pair.question_type, target_modality=pair.target_modality,

@@ -19,13 +19,14 @@ from pydantic import BaseModel
 
 from ragprep.engines.embedder import Embedder
 from ragprep.engines.generator import Generation, Generator
+from ragprep.matching.matcher import MatchOptions, MatchResult, match_answer, naive_calls
+from ragprep.matching.scoring import Candidate, SpanScorer
 from ragprep.prompts import load_prompt
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.index.store import SearchHit
 from tasks.refmatch.answer import EXTRACTIVE_LABEL, Passage, answer_body, answer_question
-from tasks.refmatch.matcher import MatchOptions, MatchResult, match_answer, naive_calls
-from tasks.refmatch.scoring import Candidate, SpanScorer, build_scorer
+from tasks.refmatch.scoring import build_scorer
 
 RERANK_DEPTH = 20
 """First-stage chunks the re-ranker re-orders before the best ``k`` are kept."""
@@ -133,8 +134,7 @@ def _generate(settings: Settings, question: str, passages: list[Passage]) -> Gen
 
 def match_options(settings: Settings) -> MatchOptions:
     """The matcher's options from ``refmatch`` settings."""
-    r = settings.refmatch
-    return MatchOptions(r.max_span_sentences, r.span_candidates, r.segment_penalty, r.null_score, r.threshold)
+    return MatchOptions.from_settings(settings.refmatch)
 
 
 def cite(question: str, answer: str, ranked: list[tuple[SearchHit, float]], scorer: SpanScorer,

@@ -18,12 +18,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from ragprep.engines.ocr import make_ocr_engine
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from ragprep.tables import TableStore
 from tasks.ingest.extract.archive import check_archive
 from tasks.ingest.extract.base import DocumentError
-from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
+from tasks.ingest.run import assemble_tables, discover, ingest_document
 from tests.bad_inputs import make_bad_inputs
 from tests.conftest import REPO, SAMPLE_DOCS, needs_tesseract
 from tests.reliability import faults
