@@ -76,6 +76,14 @@ class OcrSettings(BaseModel):
     dpi: int = Field(200, ge=72, le=600, description="Render resolution for OCR of PDF pages.")
     max_side_px: int = Field(3000, ge=500, description="Rendered pages are scaled down so their longest side fits this.")
     min_image_px: int = Field(64, description="Pictures smaller than this (either side, pixels) are not OCR'd.")
+    timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="One Tesseract call is killed after this many seconds; the picture/page is "
+        "left unread with a warning (the document `partial`)."
+    )
+    document_deadline_s: float = Field(
+        900.0, gt=0, le=86400, description="OCR time allowed to one document in all; after it, its remaining pictures "
+        "and pages are not OCR'd (a warning, the document `partial`) and the run goes on."
+    )
 
 
 class PdfSettings(BaseModel):

@@ -138,7 +138,8 @@ def make_ocr_engine(settings: Settings, layout: Layout) -> OcrEngine | None:
     """Tesseract with the configured languages, cached under the root; None when OCR is disabled."""
     if not settings.ocr.enabled:
         return None
-    return TesseractOcr(settings.ocr.languages, settings.ocr.min_confidence, layout.ocr_cache_dir)
+    return TesseractOcr(settings.ocr.languages, settings.ocr.min_confidence, layout.ocr_cache_dir,
+                        timeout_s=settings.ocr.timeout_s)
 
 
 def one_line(text: str) -> str:

@@ -156,3 +156,40 @@ def text_pdf(target: Path, pages: int) -> Path:
     pdf.save(target, garbage=0, deflate=True)
     pdf.close()
     return target
+
+
+def picture_deck(target: Path, pictures: int, title: str = "Picture deck") -> Path:
+    """A deck of ``pictures`` slides, each holding one distinct 400 x 300 picture with a line of text (so OCR runs)."""
+    from PIL import Image, ImageDraw
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    for number in range(pictures):
+        image = Image.new("L", (400, 300), 255)
+        ImageDraw.Draw(image).text((20, 140), f"Sled test {number} peak 42 g", fill=0)
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        buffer.seek(0)
+        slide = deck.slides.add_slide(deck.slide_layouts[5])
+        slide.shapes.title.text = f"{title} {number}"
+        slide.shapes.add_picture(buffer, Inches(1), Inches(1.5), Inches(4), Inches(3))
+    deck.save(str(target))
+    return target
+
+
+def sleeping_tesseract(folder: Path, seconds: int = 600) -> Path:
+    """A ``tesseract`` in ``folder`` that answers ``--version``/``--list-langs`` at once and sleeps ``seconds`` on any
+    real OCR call (a hung engine); put ``folder`` first on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "tesseract"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        '  --version) echo "tesseract 5.3.0 (sleeping fake)"; exit 0;;\n'
+        '  --list-langs) printf "List of available languages (2):\\neng\\nkor\\n"; exit 0;;\n'
+        "esac\n"
+        f"exec sleep {seconds}\n"
+    )
+    script.chmod(0o755)
+    return script

@@ -61,7 +61,12 @@ def ingest_in_child(root: Path, *paths: Path) -> tuple[int, dict[str, dict]]:
 
 def ingest_here(root: Path, *paths: Path, ocr: bool = False) -> dict[str, dict]:
     """Ingest in this process: documents by file name, as written to ``documents.parquet``."""
-    settings = Settings(root=root, ocr={"enabled": ocr})
+    return ingest_here_with(root, *paths, ocr={"enabled": ocr})
+
+
+def ingest_here_with(root: Path, *paths: Path, **groups: dict) -> dict[str, dict]:
+    """Ingest in this process with the settings ``groups``: documents by file name, as in ``documents.parquet``."""
+    settings = Settings(root=root, **groups)
     engine = make_ocr_engine(settings, Layout(root))
     outcomes = [ingest_document(ref, settings, engine) for ref in discover(list(paths), settings)]
     assemble_tables(outcomes, settings, datetime.now(timezone.utc))
