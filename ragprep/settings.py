@@ -127,6 +127,18 @@ class LimitsSettings(BaseModel):
     ratio_min_bytes: int = Field(
         2**20, ge=0, description="... counted only for members inflating to more than this (bytes): small XML passes."
     )
+    max_decoded_bytes: int = Field(
+        256 * 2**20, ge=2**20, description="A PDF page whose content stream inflates, or one of whose images decodes, "
+        "to more than this (bytes) is skipped, sized before decoding (the document `partial`)."
+    )
+    max_element_chars: int = Field(
+        20_000, ge=1_000, le=10_000_000, description="An element (text block, table, notes) longer than this many "
+        "characters is cut to it at ingest, with a warning (the document `partial`)."
+    )
+    max_chunk_tokens: int = Field(
+        4_000, ge=100, le=1_000_000, description="A chunk over this many tokens is cut to it at ingest, with a warning "
+        "(keep it at or below the quality gate's dataset.chunk_token_bounds)."
+    )
 
 
 class ChunkingSettings(BaseModel):

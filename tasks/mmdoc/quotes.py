@@ -37,6 +37,7 @@ from schemas.elements import ElementRow
 from schemas.quotes import IMAGE_TYPES, QuoteRow
 from tasks.enrich.describe import Visual, describe_visual, image_input, vlm_fields
 from tasks.ingest.extract.base import ExtractContext
+from tasks.ingest.extract.pdf_limits import page_refusal
 from tasks.stage import run_items
 
 QUOTE_RULES_VERSION = "quotes-v1"
@@ -67,7 +68,9 @@ def pdf_quotes(
     with PDF_LOCK:
         pdf = pymupdf.open(path)
     try:
-        for page in backend.pages(path):
+        with PDF_LOCK:  # pages over limits.max_decoded_bytes are never read (ingest warned about them)
+            refused = frozenset(i for i in range(pdf.page_count) if page_refusal(pdf, i, ctx.settings.limits))
+        for page in backend.pages(path, skip=refused):
             for layout_id, region in enumerate(page.regions):
                 fields: dict = {}
                 if region.type in IMAGE_TYPES:
