@@ -273,7 +273,8 @@ async def describe_quotes(
         structure = quote.ocr_text if quote.ocr_status == "from_source" else ""
         visual = Visual(quote.type, quote.unit, quote.page_id + 1, Path(quote.source_path).name, structure or "",
                         quote.ocr_text if quote.ocr_status != "from_source" else None, image, quote.img_width, quote.img_height)
-        return quote.model_copy(update=vlm_fields(await describe_visual(visual, generator, prompt)))
+        source = f"{quote.text or ''}\n{quote.ocr_text or ''}"
+        return quote.model_copy(update=vlm_fields(await describe_visual(visual, generator, prompt), source))
 
     described = {q.quote_id: q for q in await run_items([q for q in quotes if needs_description(q)], describe, on_done)}
     return [described.get(q.quote_id, q) for q in quotes]
