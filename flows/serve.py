@@ -214,7 +214,7 @@ class Service:
         self.root = Path(root).resolve()
         self.server = ApiServer(port, ui=True)
         self.api_url = api_url or self.server.api_url
-        self.web = WebRoot(self.root, "127.0.0.1", web_port or 0)
+        self.web = WebRoot(self.root, "127.0.0.1", web_port or 0, public_url=os.environ.get("RAGPREP_PUBLIC_URL"))
         self.deployments = deployments
         self.worker: subprocess.Popen | None = None
         self._stopped = threading.Event()
