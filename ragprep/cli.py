@@ -25,7 +25,7 @@ from ragprep.catalog import CatalogError, run_query, to_csv, to_json
 from ragprep.errors import RagprepError
 from ragprep.offline import disable_vendor_telemetry
 from ragprep.settings import MAX_WORKERS, Settings, build_settings, explain_invalid
-from ragprep.storage import DiskFullError, Layout, is_disk_full
+from ragprep.storage import DiskFullError, Layout, check_root, is_disk_full
 
 app = typer.Typer(
     name="ragprep",
@@ -58,10 +58,15 @@ class OutputFormat(str, Enum):
 
 def _settings(root: Path | None = None, workers: int | None = None, ocr: bool | None = None) -> Settings:
     try:
-        return build_settings(root, workers, ocr)
+        settings = build_settings(root, workers, ocr)
+        check_root(settings.root, write=False)  # a root that is a file: one line, whatever the command
     except ValidationError as exc:
         err.print(f"[red]invalid settings[/red] (RAGPREP_* environment or ragprep.toml):\n{escape(explain_invalid(exc))}")
         raise typer.Exit(2) from exc
+    except RagprepError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    return settings
 
 
 class _WarningLine(logging.Handler):
