@@ -25,6 +25,7 @@ not supported yet: LanceDB could write there, but the swap and the BM25 files as
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
 import os
@@ -180,13 +181,36 @@ def write_index(folder: Path, metadata: pa.Table, vectors: np.ndarray, manifest:
 
 def _sweep_leftovers(folder: Path) -> None:
     """Remove the staging and old folders a killed build left beside ``folder`` (call under its lock: no build of
-    this index is running then)."""
-    for pattern in (f".staging-{folder.name}-*", f".old-{folder.name}-*"):
-        for leftover in folder.parent.glob(pattern):
-            shutil.rmtree(leftover, ignore_errors=True)
+    this index is running then). An old index whose replacement never arrived (killed between the two renames of
+    the fallback swap) is put back first."""
+    olds = sorted(folder.parent.glob(f".old-{folder.name}-*"), key=lambda p: p.stat().st_mtime)
+    if olds and not folder.exists():
+        os.replace(olds.pop(), folder)
+    for leftover in [*folder.parent.glob(f".staging-{folder.name}-*"), *olds]:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+RENAME_EXCHANGE = 2
+"""``renameat2`` flag: swap two paths atomically (Linux >= 3.15; glibc >= 2.28)."""
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two existing folders in one atomic step; False where the system cannot (then nothing changed)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd = -100
+    return renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), RENAME_EXCHANGE) == 0
 
 
 def _swap(staging: Path, target: Path) -> None:
+    """Put ``staging`` in place of ``target``: one atomic exchange where Linux offers it (a reader, or a kill at
+    any moment, sees the old index or the new one), else two renames (the old one kept aside until the second)."""
+    if target.exists() and _exchange(staging, target):
+        shutil.rmtree(staging, ignore_errors=True)  # now the old index
+        return
     old = None
     if target.exists():
         old = target.with_name(f".old-{target.name}-{uuid.uuid4().hex[:8]}")

@@ -112,3 +112,23 @@ def test_kill_9_during_index_leaves_the_previous_index_answering(indexed, tmp_pa
     run_index(settings)  # the next build sweeps the leftover
     assert not staging.exists() and not list(folder.parent.glob(".staging-*"))
     assert [h.chunk_id for h in SearchIndex.open(folder).search("pulse", 5, "bm25")] == before
+
+
+def test_swap_is_one_atomic_exchange_and_an_interrupted_fallback_is_repaired(indexed, tmp_path):
+    from tasks.index import store
+
+    root = copy_root(indexed, tmp_path)
+    folder = index_folder(Settings(root=root), "v1")
+    before = [h.chunk_id for h in SearchIndex.open(folder).search("pulse", 5, "bm25")]
+    staging = folder.with_name(".staging-v1-test")
+    (staging / "marker").parent.mkdir()
+    (staging / "marker").write_text("new")
+    assert store._exchange(staging, folder)  # Linux: renameat2(RENAME_EXCHANGE)
+    assert (folder / "marker").exists() and (staging / "manifest.json").exists()
+    assert store._exchange(staging, folder)  # and back
+    # the two-rename fallback killed between its renames: the old index aside, no index in place
+    aside = folder.with_name(".old-v1-deadbeef")
+    os.replace(folder, aside)
+    store._sweep_leftovers(folder)  # what the next build does first, under the lock
+    assert not aside.exists() and not staging.exists()
+    assert [h.chunk_id for h in SearchIndex.open(folder).search("pulse", 5, "bm25")] == before
