@@ -177,7 +177,9 @@ def running_service() -> dict | None:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return state if state.get("api_url") and healthy(state["api_url"]) else None
+    if not isinstance(state, dict) or not isinstance(state.get("api_url"), str):  # a garbled file: no service
+        return None
+    return state if state["api_url"] and healthy(state["api_url"]) else None
 
 
 def use_prefect_api() -> str:
