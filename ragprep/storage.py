@@ -25,6 +25,7 @@ removed by :func:`sweep_leftovers`; the dataset store sweeps its own ``.staging-
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
@@ -93,6 +94,21 @@ def disk_full_names(path: Path | str) -> Iterator[None]:
         if not is_disk_full(exc):
             raise
         raise DiskFullError(path, errno.EDQUOT if exc.errno == errno.EDQUOT else errno.ENOSPC) from exc
+
+
+RENAME_EXCHANGE = 2
+"""``renameat2`` flag: swap two paths atomically (Linux >= 3.15, glibc >= 2.28)."""
+
+
+def exchange_paths(first: Path, second: Path) -> bool:
+    """Swap two existing paths (folders included) in one atomic step, so a reader or a kill at any moment sees one
+    or the other; False where the system cannot (then nothing changed, and the caller falls back to renames)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd = -100
+    return renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), RENAME_EXCHANGE) == 0
 
 
 class RootUnusableError(RagprepError):

@@ -25,7 +25,6 @@ not supported yet: LanceDB could write there, but the swap and the BM25 files as
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import json
 import os
@@ -45,7 +44,7 @@ from ragprep.engines.embedder import Embedder
 from ragprep.engines.embedders import EmbedderSpec
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
-from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.storage import Layout, atomic_write_bytes, exchange_paths
 from tasks.index.retrieval import Bm25Ranker, Hit, Retriever, check_mode, embed_queries, ranked_hits, top_indices
 
 TABLE = "chunks"
@@ -190,25 +189,10 @@ def _sweep_leftovers(folder: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-RENAME_EXCHANGE = 2
-"""``renameat2`` flag: swap two paths atomically (Linux >= 3.15; glibc >= 2.28)."""
-
-
-def _exchange(first: Path, second: Path) -> bool:
-    """Swap two existing folders in one atomic step; False where the system cannot (then nothing changed)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_cwd = -100
-    return renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), RENAME_EXCHANGE) == 0
-
-
 def _swap(staging: Path, target: Path) -> None:
     """Put ``staging`` in place of ``target``: one atomic exchange where Linux offers it (a reader, or a kill at
     any moment, sees the old index or the new one), else two renames (the old one kept aside until the second)."""
-    if target.exists() and _exchange(staging, target):
+    if target.exists() and exchange_paths(staging, target):
         shutil.rmtree(staging, ignore_errors=True)  # now the old index
         return
     old = None

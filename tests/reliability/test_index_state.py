@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ragprep.settings import Settings
+from ragprep.storage import exchange_paths
 from tasks.dataset.versions import build_version
 from tasks.index.run import run_index
 from tasks.index.store import SearchIndex, index_folder
@@ -74,6 +75,7 @@ KILLED_BUILD = """
 import sys, time
 from pathlib import Path
 from ragprep.settings import Settings
+from ragprep.storage import exchange_paths
 from tasks.index import store
 from tasks.index.run import run_index
 
@@ -123,9 +125,9 @@ def test_swap_is_one_atomic_exchange_and_an_interrupted_fallback_is_repaired(ind
     staging = folder.with_name(".staging-v1-test")
     (staging / "marker").parent.mkdir()
     (staging / "marker").write_text("new")
-    assert store._exchange(staging, folder)  # Linux: renameat2(RENAME_EXCHANGE)
+    assert exchange_paths(staging, folder)  # Linux: renameat2(RENAME_EXCHANGE)
     assert (folder / "marker").exists() and (staging / "manifest.json").exists()
-    assert store._exchange(staging, folder)  # and back
+    assert exchange_paths(staging, folder)  # and back
     # the two-rename fallback killed between its renames: the old index aside, no index in place
     aside = folder.with_name(".old-v1-deadbeef")
     os.replace(folder, aside)
