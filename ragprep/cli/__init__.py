@@ -56,6 +56,7 @@ review_app.command("apply")(review.review_apply)
 
 app.command()(pipeline.dataset)
 app.command()(data.versions)
+app.command()(data.gc)
 app.command()(data.diff)
 app.command()(data.sql)
 app.command()(pipeline.quotes)

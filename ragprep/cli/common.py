@@ -20,7 +20,7 @@ from ragprep import __version__
 from ragprep.errors import RagprepError
 from ragprep.offline import disable_vendor_telemetry
 from ragprep.settings import MAX_WORKERS, Settings, build_settings, explain_invalid
-from ragprep.storage import DiskFullError, is_disk_full
+from ragprep.storage import DiskFullError, check_root, is_disk_full
 
 console = Console()  # on a pipe, widened before use (see widen_for_pipes)
 err = Console(stderr=True)
@@ -49,10 +49,15 @@ class OutputFormat(str, Enum):
 def settings_for(root: Path | None = None, workers: int | None = None, ocr: bool | None = None, **overrides: object) -> Settings:
     """The command's settings, built once (environment, ``ragprep.toml``, then the options given); invalid: exit 2."""
     try:
-        return build_settings(root, workers, ocr, **overrides)
+        settings = build_settings(root, workers, ocr, **overrides)
+        check_root(settings.root, write=False)  # a root that is a file: one line, whatever the command
     except ValidationError as exc:
         err.print(f"[red]invalid settings[/red] (RAGPREP_* environment or ragprep.toml):\n{escape(explain_invalid(exc))}")
         raise typer.Exit(2) from exc
+    except RagprepError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    return settings
 
 
 class _WarningLine(logging.Handler):

@@ -55,6 +55,10 @@ def versions(
     infos = list_versions(settings.root, settings.dataset_uri)
     for info in infos:
         status = info.status + (" [LATEST]" if info.is_latest else "")
+        status += f" DAMAGED ({info.damaged} files)" if info.damaged else ""
+        if info.damaged:
+            err.print(f"[yellow]warning:[/yellow] version {info.version_id} is damaged: {info.damaged} files do not match "
+                      f"its manifest; `ragprep versions --verify --version {info.version_id}` names them")
         table.add_row(
             info.version_id,
             status,
@@ -103,6 +107,23 @@ def _verify(settings: Settings, version_id: str | None) -> None:
         console.print("no versions yet: run `ragprep dataset` (or `ragprep run`)")
     if any(r.problems for r in results):
         raise typer.Exit(1)
+
+
+@user_errors
+def gc(
+    root: RootOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be removed.")] = False,
+) -> None:
+    """Reclaim space: remove the parts and images that no document of the last ingest and no dataset version uses
+    (documents removed from the inputs keep theirs until then). Holds the root's build lock."""
+    from ragprep.gc import collect_garbage
+
+    settings = settings_for(root)
+    report = collect_garbage(settings, dry_run)
+    verb = "would remove" if dry_run else "removed"
+    for path in [*report.parts, *report.images]:
+        console.print(f"{verb} {escape(str(path))}", highlight=False)
+    console.print(f"{verb} {len(report.parts)} parts and {len(report.images)} images: {report.bytes / 2**20:.1f} MiB")
 
 
 @user_errors

@@ -35,6 +35,7 @@ from tasks.ingest.extract.base import (
     dumps_meta,
 )
 from tasks.ingest.extract.markdown import markdown_table, quote_block
+from tasks.ingest.extract.pdf_limits import page_refusal
 
 BOLD_FONT_RE = re.compile(r"bold|black|heavy|semibold|demi|[-,]b\b|bx", re.IGNORECASE)
 CID_RE = re.compile(r"\(cid:\d+\)")
@@ -460,7 +461,8 @@ def _scan_pages(doc: pymupdf.Document, n_pages: int, ctx: ExtractContext, warnin
         for index in range(n_pages):
             try:
                 with PDF_LOCK:
-                    scanned = _scan_page(doc, index, ctx, seen_xrefs)
+                    refusal = page_refusal(doc, index, ctx.settings.limits)  # sized before anything decodes
+                    scanned = _Page(number=index + 1, warnings=[refusal]) if refusal else _scan_page(doc, index, ctx, seen_xrefs)
             except Exception as exc:
                 warnings.append(f"page {index + 1}: unreadable: {type(exc).__name__}: {exc}")
                 scanned = _Page(number=index + 1)
