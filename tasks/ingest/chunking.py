@@ -1,9 +1,11 @@
 """Elements to Markdown chunks: one slide = one chunk, one chapter = one chunk.
 
 Chapters of a PDF come from its outline (the top level, or the sections of a chapter
-that dominates the book), else from detected headings, else from fixed page windows.
-A chapter over the token budget is split at its sub-headings, then between elements,
-then between sentences: never inside a sentence.
+that dominates the book; placeholder bookmarks such as "책갈피" are ignored), else from the
+top level of its section tree (headings and numbered labels: § 571.209, Annex 3, S5.1, 5.2.1,
+제3조), else from fixed page windows. A chapter over the token budget is cut along its section
+tree, so every chunk is titled by the section it lies in, then between elements, then between
+sentences: never inside a sentence.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from ragprep.tokens import count_tokens
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
 from tasks.ingest.extract.base import OutlineEntry
+from tasks.ingest.extract.pdf_sections import Label, SectionTree, parse_label, section_title
+
+PLACEHOLDER_RE = re.compile(r"^\s*(책갈피|bookmark|untitled|제목\s*없음)\s*\d*\s*$", re.IGNORECASE)
 
 HEADING_TOLERANCE_PT = 20.0
 
@@ -132,35 +137,6 @@ def select_outline_chapters(
     return chapters
 
 
-def heading_chapters(elements: Sequence[ElementRow]) -> list[ChapterStart]:
-    """Chapters at the top level of detected headings (that level must occur twice).
-
-    Headings that follow each other with no text between them (a title set on several
-    lines) make one chapter whose title joins them.
-    """
-    headings = {e.element_id: _heading_level(e) for e in elements if _heading_level(e)}
-    for level in sorted(set(headings.values())):
-        if sum(1 for lvl in headings.values() if lvl == level) < 2:
-            continue
-        starts: list[ChapterStart] = []
-        body_since_start = True
-        for element in elements:
-            if headings.get(element.element_id) == level:
-                text = element.text[:200]
-                if starts and not body_since_start:
-                    last = starts[-1]
-                    title = f"{last.title} {text}"[:200]
-                    starts[-1] = ChapterStart(title, last.page, last.y, (title,))
-                else:
-                    y = element.bbox[1] if element.bbox else 0.0
-                    starts.append(ChapterStart(text, element.number, y, (text,)))
-                body_since_start = False
-            elif element.kind != "title" and element.text:
-                body_since_start = True
-        return starts
-    return []
-
-
 def _position(element: ElementRow) -> tuple[int, float]:
     if element.bbox:
         return element.number, (element.bbox[1] + element.bbox[3]) / 2
@@ -222,39 +198,6 @@ def _pieces(elements: Sequence[ElementRow], budget: int) -> list[tuple[ElementRo
     return pieces
 
 
-def _split_sections(title: str, path: list[str], elements: Sequence[ElementRow]) -> list[_Section]:
-    """Cut at sub-headings (title elements other than the chapter heading itself)."""
-    sections = [_Section(title, path)]
-    for element in elements:
-        if element.kind == "title" and _normalise(element.text) != _normalise(title) and sections[-1].elements:
-            sections.append(_Section(element.text, path + [element.text]))
-        sections[-1].elements.append(element)
-    return sections
-
-
-def _pack(title: str, path: list[str], elements: Sequence[ElementRow], budget: int) -> list[tuple[str, list[str], list[tuple[ElementRow, str]]]]:
-    """Greedy packing of sections, then pieces, into parts that fit the budget."""
-    heading_cost = count_tokens(f"# {title}") + 2
-    room = max(budget - heading_cost, 20)
-    parts: list[tuple[str, list[str], list[tuple[ElementRow, str]]]] = []
-    current: list[tuple[ElementRow, str]] = []
-    current_title, current_path, used = title, path, 0
-    for section in _split_sections(title, path, elements):
-        for element, text in _pieces(section.elements, room):
-            cost = count_tokens(text) + 1
-            if current and used + cost > room:
-                parts.append((current_title, current_path, current))
-                current, used = [], 0
-                current_title, current_path = section.title, section.heading_path
-            if not current:
-                current_title, current_path = section.title, section.heading_path
-            current.append((element, text))
-            used += cost
-    if current:
-        parts.append((current_title, current_path, current))
-    return parts
-
-
 @dataclass(frozen=True)
 class _Book:
     """The document a chapter's chunks belong to, and the token budget of one chunk."""
@@ -264,24 +207,148 @@ class _Book:
     budget: int
 
 
+Node = tuple[int, str, "Label | None"]
+"""A section of the tree: (id, title, numbered label or None)."""
+
+
+def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
+    """Per element (in reading order), the sections it lies in, outermost first.
+
+    Headings (title elements) and paragraphs opening with a numbered label (S5.1, 5.2.1, § 571.209,
+    Annex 3, 제3조) open sections; ``SectionTree`` closes the open ones a new section does not lie in.
+    Consecutive unnumbered headings with no text between them are one heading set on several lines.
+    """
+    tree = SectionTree()
+    nodes: list[Node] = []
+    paths: list[tuple[Node, ...]] = []
+    last_was_heading = False
+    for element in elements:
+        level = _heading_level(element)
+        label = parse_label(element.text, heading=element.kind == "title") if element.kind in ("title", "text") else None
+        if label is not None or element.kind == "title":
+            if element.kind == "title" and label is None and last_was_heading and nodes and nodes[-1][2] is None:
+                node_id, title, _ = nodes[-1]
+                nodes[-1] = (node_id, f"{title} {element.text}"[:200], None)
+                tree.retitle(nodes[-1][1])
+                paths = [tuple(nodes[-1] if n[0] == node_id else n for n in p) for p in paths]
+            else:
+                title = section_title(element.text) if label else element.text[:200]
+                nodes.append((len(nodes), title, label))
+                tree.push(title, label, level, key=len(nodes) - 1)
+            last_was_heading = element.kind == "title" and label is None
+        elif element.text:
+            last_was_heading = False
+        paths.append(tuple(nodes[i] for i in tree.keys()))
+    return paths
+
+
+def _groupable(parent: tuple[Node, ...], child: Node, root: Label | None) -> bool:
+    """Whether sibling sections under ``parent`` may share a chunk titled by ``parent``: only when the
+    parent's own label (or no label at all) holds them, so the chunk's heading path stays their section."""
+    label = child[2]
+    if label is None:
+        return True
+    holder = parent[-1][2] if parent else root
+    return holder is not None and holder.holds(label)
+
+
+Part = tuple[tuple[Node, ...], list[tuple[ElementRow, str]]]
+
+
+def _tokens(items: Sequence[tuple[ElementRow, tuple[Node, ...]]]) -> int:
+    return sum(count_tokens(element_markdown(e)) + 1 for e, _ in items if e.text)
+
+
+def _own_parts(prefix: tuple[Node, ...], own: Sequence[ElementRow], room: int) -> list[Part]:
+    """A section's own elements (before its sub-sections) packed greedily, long ones cut between sentences."""
+    parts: list[Part] = []
+    current: list[tuple[ElementRow, str]] = []
+    used = 0
+    for element, text in _pieces(own, room):
+        cost = count_tokens(text) + 1
+        if current and used + cost > room:
+            parts.append((prefix, current))
+            current, used = [], 0
+        current.append((element, text))
+        used += cost
+    if current:
+        parts.append((prefix, current))
+    return parts
+
+
+def _children(prefix: tuple[Node, ...], items: Sequence[tuple[ElementRow, tuple[Node, ...]]]):
+    """The section's own elements, then its sub-sections in order as (node, their items)."""
+    own = [e for e, path in items if len(path) <= len(prefix)]
+    runs: list[tuple[Node, list]] = []
+    for element, path in items:
+        if len(path) <= len(prefix):
+            continue
+        node = path[len(prefix)]
+        if not runs or runs[-1][0][0] != node[0]:
+            runs.append((node, []))
+        runs[-1][1].append((element, path))
+    return own, runs
+
+
+def pack_sections(
+    prefix: tuple[Node, ...], items: Sequence[tuple[ElementRow, tuple[Node, ...]]], room: int, root: Label | None = None
+) -> list[Part]:
+    """Parts of a section that fit ``room`` tokens, each titled by the section it lies in.
+
+    A section that fits is one part. Otherwise its own text makes parts of its own, and its
+    sub-sections follow: consecutive small ones share a part titled by this section (when it holds
+    them), a large one is packed the same way one level down.
+    """
+    if _tokens(items) <= room:  # root: the label of the chapter the prefix starts in
+        return [(prefix, [(e, element_markdown(e)) for e, _ in items if e.text])]
+    own, runs = _children(prefix, items)
+    parts = _own_parts(prefix, own, room)
+    group: list = []
+    group_prefix = prefix
+    for node, members in runs:
+        size = _tokens(members)
+        if group and (size + _tokens(group) > room or not _groupable(prefix, node, root)):
+            parts.append((group_prefix, [(e, element_markdown(e)) for e, _ in group if e.text]))
+            group = []
+        if size > room:
+            parts += pack_sections(prefix + (node,), members, room, root)
+            continue
+        group_prefix = prefix + (node,) if not group else prefix
+        group += members
+        if not _groupable(prefix, node, root):
+            parts.append((group_prefix, [(e, element_markdown(e)) for e, _ in group if e.text]))
+            group = []
+    if group:
+        parts.append((group_prefix, [(e, element_markdown(e)) for e, _ in group if e.text]))
+    return [p for p in parts if p[1]]
+
+
 def _chapter_rows(
-    book: _Book, unit: str, chapter_index: int | None, title: str, path: list[str], elements: Sequence[ElementRow]
+    book: _Book, unit: str, chapter_index: int | None, title: str, path: list[str], elements: Sequence[ElementRow],
+    paths: Sequence[tuple[Node, ...]] | None = None,
 ) -> list[ChunkRow]:
+    """The chunks of one chapter: whole when it fits, else cut along its section tree (``pack_sections``)."""
     doc_id, source_path, budget = book.doc_id, book.source_path, book.budget
     if not elements:
         return []
+    items = list(zip(elements, paths)) if paths is not None else None
     body = list(elements)
     while body and body[0].kind == "title" and _normalise(body[0].text) in _normalise(title):
         body.pop(0)  # the chapter heading itself (possibly set on several lines)
     body = [e for e in body if not (e.kind == "title" and _normalise(e.text) == _normalise(title))]
-    whole = "\n\n".join([f"# {title}"] + [element_markdown(e) for e in body if e.text])
-    if count_tokens(whole) <= budget:
-        parts = [(title, path, [(e, element_markdown(e)) for e in body if e.text])]
+    kept = {e.element_id for e in body}
+    if items is None:
+        items = list(zip(body, section_paths(body)))
     else:
-        parts = _pack(title, path, body, budget)
+        items = [(e, p) for e, p in items if e.element_id in kept]
+    room = max(budget - count_tokens(f"# {title}") - 2, 20)
+    parts = pack_sections((), items, room, parse_label(title, heading=True))
     rows = []
-    for part_index, (part_title, part_path, pieces) in enumerate(parts):
-        shown = title if part_title == title else f"{title} / {part_title}"
+    for part_index, (prefix, pieces) in enumerate(parts):
+        sub = [n[1] for n in prefix]
+        shown = title if not sub else f"{title} / {sub[-1]}"
+        if count_tokens(f"# {shown}") > count_tokens(f"# {title}") + budget // 8:
+            shown = title
         markdown = "\n\n".join([f"# {shown}"] + [text for _, text in pieces])
         members = list(dict.fromkeys(e.element_id for e, _ in pieces))
         member_rows = [e for e in elements if e.element_id in set(members)]
@@ -297,7 +364,7 @@ def _chapter_rows(
                 chapter_index=chapter_index,
                 part_index=part_index,
                 title=shown,
-                heading_path=part_path,
+                heading_path=path + sub,
                 markdown=markdown,
                 token_count=count_tokens(markdown),
                 element_ids=members,
@@ -305,6 +372,33 @@ def _chapter_rows(
             )
         )
     return rows
+
+
+def _tree_chapters(book: _Book, ordered: Sequence[ElementRow]) -> list[ChunkRow] | None:
+    """Chunks of a document without a usable outline: its top-level sections are the chapters."""
+    paths = section_paths(ordered)
+    if not any(paths):
+        return None
+    rows: list[ChunkRow] = []
+    front = [e for e, p in zip(ordered, paths) if not p]
+    if any(e.text for e in front):
+        rows += _chapter_rows(book, "pages", None, "Front matter", ["Front matter"], front, [()] * len(front))
+    chapters: list[tuple[Node, list[ElementRow], list[tuple[Node, ...]]]] = []
+    for element, path in zip(ordered, paths):
+        if not path:
+            continue
+        if not chapters or chapters[-1][0][0] != path[0][0]:
+            chapters.append((path[0], [], []))
+        chapters[-1][1].append(element)
+        chapters[-1][2].append(path[1:])
+    for index, (node, members, sub_paths) in enumerate(chapters):
+        rows += _chapter_rows(book, "chapter", index, node[1], [node[1]], members, sub_paths)
+    return rows
+
+
+def usable_outline(outline: Sequence[OutlineEntry]) -> list[OutlineEntry]:
+    """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled"): none when only they are left."""
+    return [e for e in outline if not PLACEHOLDER_RE.match(e.title)]
 
 
 def pdf_chunks(
@@ -315,12 +409,13 @@ def pdf_chunks(
     n_pages: int,
     settings: Settings,
 ) -> list[ChunkRow]:
-    """Chunks per chapter (from the outline, else from headings) split to the token budget, else per window of pages."""
+    """Chunks per chapter (from the outline, else from the section tree) split along sections to the token budget,
+    else per window of pages."""
     ordered = sorted(elements, key=lambda e: (e.number, e.order))
     book = _Book(doc_id, source_path, settings.chunking.max_tokens)
     starts = select_outline_chapters(
-        outline, n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
-    ) or heading_chapters(ordered)
+        usable_outline(outline), n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
+    )
     rows: list[ChunkRow] = []
     if starts:
         front, groups = _assign(ordered, starts)
@@ -329,6 +424,9 @@ def pdf_chunks(
         for index, (start, members) in enumerate(zip(starts, groups)):
             rows += _chapter_rows(book, start.unit, index, start.title, list(start.heading_path), members)
         return rows
+    tree_rows = _tree_chapters(book, ordered)
+    if tree_rows:
+        return tree_rows
     window = settings.pdf.fallback_window
     for first in range(1, n_pages + 1, window):
         last = min(first + window - 1, n_pages)
