@@ -14,11 +14,12 @@ TEXTBOOK = SAMPLE_DOCS / "textbook_vehicle_safety.pdf"
 
 
 def chapter_titles(result) -> list[str]:
-    """Titles of the chapter chunks, one per chapter (parts of a split chapter share an index)."""
+    """Titles of the chapters, one per chapter (parts of a split chapter share an index; each part is titled by
+    its own section, the chapter heads its heading path)."""
     seen: dict[int, str] = {}
     for chunk in result.chunks:
         if chunk.unit == "chapter" and chunk.part_index == 0:
-            seen[chunk.chapter_index] = chunk.title
+            seen[chunk.chapter_index] = chunk.heading_path[0]
     return [seen[i] for i in sorted(seen)]
 
 

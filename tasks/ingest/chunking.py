@@ -22,7 +22,7 @@ from ragprep.tokens import count_tokens
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
 from tasks.ingest.extract.base import OutlineEntry
-from tasks.ingest.extract.pdf_sections import Label, SectionTree, parse_label, section_title
+from tasks.ingest.extract.pdf_sections import LABEL_RE, Label, SectionTree, parse_label, section_title
 
 PLACEHOLDER_RE = re.compile(r"^\s*(책갈피|bookmark|untitled|제목\s*없음)\s*\d*\s*$", re.IGNORECASE)
 
@@ -47,6 +47,13 @@ class _Section:
 
 def _normalise(text: str) -> str:
     return re.sub(r"[\W_]+", " ", text).strip().lower()
+
+
+def _unlabelled(text: str) -> str:
+    """Normalised text, less a leading numbered-section label when the rest is a heading's words."""
+    label = LABEL_RE.match(text)
+    rest = text[label.end():] if label and parse_label(text, heading=True) else text
+    return _normalise(rest) or _normalise(text)
 
 
 def _heading_level(element: ElementRow) -> int | None:
@@ -295,16 +302,19 @@ def pack_sections(
 ) -> list[Part]:
     """Parts of a section that fit ``room`` tokens, each titled by the section it lies in.
 
-    A section that fits is one part. Otherwise its own text makes parts of its own, and its
-    sub-sections follow: consecutive small ones share a part titled by this section (when it holds
-    them), a large one is packed the same way one level down.
+    A section that fits is one part. Otherwise its own text (parts of its own when over budget) and
+    consecutive small sub-sections share a part titled by this section (when it holds them: a chunk's
+    heading path is always the section its text lies in); a large sub-section is packed the same way
+    one level down.
     """
     if _tokens(items) <= room:  # root: the label of the chapter the prefix starts in
         return [(prefix, [(e, element_markdown(e)) for e, _ in items if e.text])]
     own, runs = _children(prefix, items)
-    parts = _own_parts(prefix, own, room)
-    group: list = []
+    group: list = [(e, prefix) for e in own]
     group_prefix = prefix
+    parts: list[Part] = []
+    if _tokens(group) > room:  # its own text alone is over budget: parts of its own, cut between sentences
+        parts, group = _own_parts(prefix, own, room), []
     for node, members in runs:
         size = _tokens(members)
         if group and (size + _tokens(group) > room or not _groupable(prefix, node, root)):
@@ -333,9 +343,9 @@ def _chapter_rows(
         return []
     items = list(zip(elements, paths)) if paths is not None else None
     body = list(elements)
-    while body and body[0].kind == "title" and _normalise(body[0].text) in _normalise(title):
-        body.pop(0)  # the chapter heading itself (possibly set on several lines)
-    body = [e for e in body if not (e.kind == "title" and _normalise(e.text) == _normalise(title))]
+    while body and body[0].kind == "title" and _unlabelled(body[0].text) in _normalise(title):
+        body.pop(0)  # the chapter heading itself (possibly set on several lines, or numbered: "1 Introduction")
+    body = [e for e in body if not (e.kind == "title" and _unlabelled(e.text) == _normalise(title))]
     kept = {e.element_id for e in body}
     if items is None:
         items = list(zip(body, section_paths(body)))

@@ -3,7 +3,8 @@
 A block is a running line when it is among the top-most or bottom-most text of its page and a block
 with the same text (words holding a digit folded, so "Page 3" matches "Page 4" and "§ 571.208" matches "§ 571.209a")
 sits at about the same height on enough other pages. Captions ("Figure 2", "Table 3", "표 2") are never
-running lines even when they repeat, nor is anything on a one-page document. Pure functions over
+running lines even when they repeat; numbered headings match only with the same number (``key_of``);
+nothing on a one-page document is a running line. Pure functions over
 (page, box, text) so the rule is tested without PDFs.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from tasks.ingest.extract.pdf_sections import parse_label
 
 CAPTION_RE = re.compile(r"^\s*(fig\.?|figure|table|chart|그림|표|도표)\s*#", re.IGNORECASE)
 EDGE_RANK = 2
@@ -35,6 +38,15 @@ def fold(text: str) -> str:
     return " ".join("#" if re.search(r"\d", w) else w for w in text.lower().split())
 
 
+def key_of(text: str) -> str:
+    """The comparison key of a block: ``fold`` for plain lines; for a numbered heading ("1.2 Motion
+    Representation 3", "§ 571.208") only a trailing page number is folded, so chapters that each start
+    on a new page ("1. Scope", "2. Tests") stay apart while a section title repeated as a head matches."""
+    if parse_label(text, heading=True) is None:
+        return fold(text)
+    return re.sub(r"\s+\d+$", " #", " ".join(text.lower().split()))
+
+
 def _edge_indices(blocks: Sequence[PlacedText]) -> set[int]:
     """Indices of the blocks at the top or bottom edge of one page's text."""
     if not blocks:
@@ -52,8 +64,8 @@ def running_keys(pages: Sequence[Sequence[PlacedText]], n_pages: int) -> set[tup
     for blocks in pages:
         for i in _edge_indices(blocks):
             block = blocks[i]
-            key = fold(block.text)
-            if not key or CAPTION_RE.match(key) or len(key) > 200:
+            key = key_of(block.text)
+            if not key or CAPTION_RE.match(fold(block.text)) or len(key) > 200:
                 continue
             band = round((block.bbox[1] + block.bbox[3]) / 2 / Y_TOLERANCE_PT)
             seen.setdefault((key, band), set()).add(block.page)
@@ -76,7 +88,7 @@ def running_indices(pages: Sequence[Sequence[PlacedText]], n_pages: int) -> list
         for i in _edge_indices(blocks):
             block = blocks[i]
             band = round((block.bbox[1] + block.bbox[3]) / 2 / Y_TOLERANCE_PT)
-            key = fold(block.text)
+            key = key_of(block.text)
             if any((key, b) in keys for b in (band - 1, band, band + 1)):
                 drop.add(i)
         out.append(drop)
