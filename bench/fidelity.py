@@ -17,8 +17,9 @@ Per document and in total, for ragprep (extract + chunk, OCR off), raw PyMuPDF `
 * ``bad_titles``: chunk titles (ragprep) or Markdown headings (pymupdf4llm) that are a running head or a
   placeholder bookmark ("책갈피", "Bookmark", "Untitled").
 * ``sections``: chunks whose numbered-section labels (S5.1.2, 5.2.1, § 571.209, Annex 3, 제3조 at the start of a
-  paragraph) all lie under the deepest label of the same kind in the chunk's heading path (equal or descendant);
-  chunks without such a label are not counted.  pymupdf4llm: its text cut at its headings, the path being the
+  paragraph, table-of-contents lines aside) all lie under the deepest label of the same kind in the chunk's heading
+  path (equal or descendant), or, with no label of their kind there, inside a § or annex the path names;
+  chunks without such a label are not counted (a bare "5." counts as a label in the heading path only).  pymupdf4llm: its text cut at its headings, the path being the
   heading stack.
 * ``dict``: share of English words (2+ letters) that are in pyspellchecker's dictionary; ``hangul_long``: share
   of Hangul syllables in runs of 13 or more (Korean words are rarely that long: a sign of lost word spaces).
@@ -65,14 +66,21 @@ LABEL_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 CAPTION_RE = re.compile(r"^\s*(fig\.|figure|table|chart|그림|표|도)\s*#", re.IGNORECASE)
+TOC_RE = re.compile(r"(?:\.\s?){4,}\s*\d+\s*$")
+TOC_HEAD_RE = re.compile(r"^#+ .*\s\d{1,3}$")
+"""A heading line ending in a page number: a table-of-contents entry (or a running head)."""
 HEADING_TYPES = {"H", "H1", "H2", "H3", "H4", "H5", "H6", "Title"}
 
 
-def section_label(text: str) -> tuple[str, tuple[str, ...]] | None:
-    """(kind, parts) of a numbered-section label at the start of ``text``, or None."""
+def section_label(text: str, heading: bool = False) -> tuple[str, tuple[str, ...]] | None:
+    """(kind, parts) of a numbered-section label at the start of ``text``, or None; a bare "5." counts only in a
+    ``heading`` (a heading path entry), since in running text it is a list item."""
     m = LABEL_RE.match(text.strip())
+    if m and re.match(r"\s*[a-z]", text.strip()[m.end() :].lstrip(".")):
+        return None  # "5.2.1 and a force ...": a cross-reference a line break put first
     if not m:
-        return None
+        top = re.match(r"^(?:#+\s*)?(?:\*\*)?\s*(\d{1,2})\.?\s+\S", text.strip()) if heading else None
+        return ("num", (top.group(1),)) if top else None
     if m.group("para"):
         return "§", (m.group("pnum"),)
     if m.group("annex"):
@@ -84,11 +92,16 @@ def section_label(text: str) -> tuple[str, tuple[str, ...]] | None:
     return "num", tuple(m.group("num").split("."))
 
 
+HOLDERS = {"§": 0, "annex": 1, "chapter": 1}
+"""Kinds that hold numbered paragraphs of other kinds (a whole annex may be one chunk)."""
+
+
 def under(label: tuple[str, tuple[str, ...]], path_labels: list[tuple[str, tuple[str, ...]]]) -> bool:
-    """Whether ``label`` is equal to or below the deepest path label of the same kind."""
+    """Whether ``label`` is equal to or below the deepest path label of the same kind; with none of its kind, whether
+    the path names a section of a holding kind (§, annex) that it lies in as a whole."""
     same = [p for p in path_labels if p[0] == label[0]]
     if not same:
-        return False
+        return label[0] not in HOLDERS and any(p[0] in HOLDERS for p in path_labels)
     deepest = same[-1][1]
     return label[1][: len(deepest)] == deepest
 
@@ -108,10 +121,10 @@ def paragraphs(markdown: str) -> list[str]:
 
 def segment_agrees(path: list[str], body: str) -> bool | None:
     """Whether every numbered label starting a paragraph of ``body`` lies under ``path``; None without labels."""
-    labels = [lab for lab in (section_label(p) for p in paragraphs(body)) if lab]
+    labels = [lab for lab in (section_label(p) for p in paragraphs(body) if not TOC_RE.search(p) and not TOC_HEAD_RE.match(p)) if lab]
     if not labels:
         return None
-    path_labels = [lab for lab in (section_label(p) for p in path) if lab]
+    path_labels = [lab for lab in (section_label(p, heading=True) for p in path) if lab]
     return all(under(lab, path_labels) for lab in labels)
 
 
@@ -296,7 +309,7 @@ def read_ragprep(path: Path) -> Reading:
             out.table_boxes.append((element.number, tuple(element.bbox or ()), meta.get("cols", 0)))
     for chunk in chunks:
         body = chunk.markdown.split("\n", 1)[1] if "\n" in chunk.markdown else ""
-        out.segments.append((list(chunk.heading_path) + [chunk.title], body))
+        out.segments.append((list(chunk.heading_path), body))
         out.titles.append(chunk.title)
     out.all_text = "\n\n".join(c.markdown for c in chunks)
     return out

@@ -15,11 +15,11 @@ TEXTBOOK = SAMPLE_DOCS / "textbook_vehicle_safety.pdf"
 
 def chapter_titles(result) -> list[str]:
     """Titles of the chapters, one per chapter (parts of a split chapter share an index; each part is titled by
-    its own section, the chapter heads its heading path)."""
+    its own section, shown after the chapter's title and " / ")."""
     seen: dict[int, str] = {}
     for chunk in result.chunks:
         if chunk.unit == "chapter" and chunk.part_index == 0:
-            seen[chunk.chapter_index] = chunk.heading_path[0]
+            seen[chunk.chapter_index] = chunk.title.split(" / ")[0]
     return [seen[i] for i in sorted(seen)]
 
 

@@ -56,6 +56,10 @@ def _unlabelled(text: str) -> str:
     return _normalise(rest) or _normalise(text)
 
 
+def _font_size(element: ElementRow) -> float | None:
+    return json.loads(element.meta).get("font_size") if element.meta else None
+
+
 def _heading_level(element: ElementRow) -> int | None:
     if element.kind != "title" or not element.meta:
         return None
@@ -218,31 +222,59 @@ Node = tuple[int, str, "Label | None"]
 """A section of the tree: (id, title, numbered label or None)."""
 
 
+TOC_LINE_RE = re.compile(r"(?:\.\s?){4,}\s*\d+\s*$|…{2,}\s*\d+\s*$")
+"""A table-of-contents entry: dot leaders, then (usually) a page number."""
+
+
+TOC_HEADING_RE = re.compile(r"^\s*(table of )?contents\b|^\s*목\s*차\s*$|^\s*차\s*례\s*$", re.IGNORECASE)
+
+
+def _toc_pages(elements: Sequence[ElementRow]) -> set[int]:
+    """Pages holding a table of contents: a "Contents" heading, or three or more entries ending in a page
+    number after dot leaders."""
+    counts: dict[int, int] = {}
+    pages: set[int] = set()
+    for element in elements:
+        if element.kind not in ("title", "text"):
+            continue
+        if TOC_HEADING_RE.match(element.text):
+            pages.add(element.number)
+        if TOC_LINE_RE.search(element.text):
+            counts[element.number] = counts.get(element.number, 0) + 1
+    return pages | {page for page, n in counts.items() if n >= 3}
+
+
 def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
     """Per element (in reading order), the sections it lies in, outermost first.
 
     Headings (title elements) and paragraphs opening with a numbered label (S5.1, 5.2.1, § 571.209,
     Annex 3, 제3조) open sections; ``SectionTree`` closes the open ones a new section does not lie in.
-    Consecutive unnumbered headings with no text between them are one heading set on several lines.
+    An unnumbered heading right after a heading, with no text between them, continues it ("Annex 12" /
+    "Corrosion test").
+    Entries of a table of contents (dot leaders, or a page of them) open nothing.
     """
     tree = SectionTree()
     nodes: list[Node] = []
     paths: list[tuple[Node, ...]] = []
     last_was_heading = False
+    toc = _toc_pages(elements)
     for element in elements:
-        level = _heading_level(element)
-        label = parse_label(element.text, heading=element.kind == "title") if element.kind in ("title", "text") else None
-        if label is not None or element.kind == "title":
-            if element.kind == "title" and label is None and last_was_heading and nodes and nodes[-1][2] is None:
-                node_id, title, _ = nodes[-1]
-                nodes[-1] = (node_id, f"{title} {element.text}"[:200], None)
+        label = None
+        if element.kind in ("title", "text") and element.number not in toc and not TOC_LINE_RE.search(element.text):
+            label = parse_label(element.text, heading=element.kind == "title")
+        if element.number in toc:
+            pass  # a table of contents lists sections; it opens none
+        elif label is not None or element.kind == "title":
+            if element.kind == "title" and label is None and last_was_heading and nodes:
+                node_id, title, last_label = nodes[-1]
+                nodes[-1] = (node_id, f"{title} {element.text}"[:200], last_label)
                 tree.retitle(nodes[-1][1])
                 paths = [tuple(nodes[-1] if n[0] == node_id else n for n in p) for p in paths]
             else:
                 title = section_title(element.text) if label else element.text[:200]
                 nodes.append((len(nodes), title, label))
-                tree.push(title, label, level, key=len(nodes) - 1)
-            last_was_heading = element.kind == "title" and label is None
+                tree.push(title, label, _font_size(element) if element.kind == "title" else None, key=len(nodes) - 1)
+            last_was_heading = element.kind == "title"
         elif element.text:
             last_was_heading = False
         paths.append(tuple(nodes[i] for i in tree.keys()))

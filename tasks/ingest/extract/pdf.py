@@ -265,8 +265,8 @@ def _assign_headings(blocks: list[_Block]) -> float:
     candidates = []
     for block in blocks:
         short = len(block.text) <= 120 and block.n_lines <= 3 and not block.text.endswith((".", ",", ";"))
-        if not short or not re.search(r"[^\W\d_]{2}", block.text):
-            continue
+        if not short or not re.search(r"[^\W\d_]{2}", block.text) or block.text[:1].islower():
+            continue  # a line starting in lower case continues a sentence: bold words, not a heading
         if block.size >= body * 1.2 or (block.bold and block.size >= body * 1.05):
             candidates.append(block)
     sizes = sorted({b.size for b in candidates}, reverse=True)[:3]
@@ -386,7 +386,7 @@ def _ocr_reason(page: pymupdf.Page, quality: _TextQuality, settings: Settings, b
         return "no text layer"
     if quality.garbage > settings.pdf.garbage_threshold:
         return f"unreadable text ({quality.garbage:.0%} garbage characters)"
-    return lost_glyphs(" ".join(b.text for b in blocks))
+    return lost_glyphs(" ".join(b.text for b in blocks), [b.text for b in blocks])
 
 
 def _render_for_ocr(page: pymupdf.Page, settings: Settings) -> bytes:

@@ -2,8 +2,9 @@
 
 Three faults of real text layers are detected per page:
 
-* lost glyphs: letters whose glyph has no usable Unicode mapping vanish ("sh ll be clothed with fo
-  mfitting"), so the share of English words found in a dictionary (pyspellchecker's word list) falls;
+* lost glyphs: letters whose glyph has no usable Unicode mapping vanish or read as spaces ("sh ll be
+  clothed with fo mfitting"): the share of English words found in a dictionary (pyspellchecker's word
+  list) falls on the page, or a block holds many fragments that one inserted letter mends ("m de");
 * replacement characters and private-use code points (counted by ``garbage_ratio`` in ``pdf.py``);
 * missing word spaces (PDFs made from HWP place Korean words by glyph offsets, not space characters):
   Hangul runs far longer than Korean words.
@@ -16,6 +17,7 @@ the text layer: the page is OCRed when OCR is on.
 from __future__ import annotations
 
 import re
+import string
 from functools import lru_cache
 
 from ragprep.engines.pdf import join_lines
@@ -30,6 +32,9 @@ SPACE_GAP = 0.25
 MIN_WORDS = 40
 LOST_GLYPH_DICT_SHARE = 0.7
 """A page with fewer English words than this share in the dictionary has lost glyphs."""
+LOST_GLYPH_MIN_GAPS = 4
+LOST_GLYPH_GAP_SHARE = 0.1
+"""A block with this many (and this share of its words) fragments mended by one letter has lost glyphs."""
 
 
 @lru_cache(maxsize=1)
@@ -67,11 +72,37 @@ def lost_spaces(text: str) -> str | None:
     return None
 
 
-def lost_glyphs(text: str) -> str | None:
-    """Why the text has lost glyphs, or None."""
+def mended_gaps(text: str) -> tuple[int, int]:
+    """(gaps, words): adjacent word fragments that one inserted letter turns into a dictionary word
+    ("m de" -> "made", "s fe" -> "safe"), where one of them is no word of its own; the trace of a glyph
+    whose Unicode mapping is a space or nothing."""
+    known = _dictionary()
+    tokens = re.findall(r"[A-Za-z]+|\S", text)
+    words = sum(1 for t in tokens if t.isalpha())
+    gaps = 0
+    for a, b in zip(tokens, tokens[1:]):
+        if not (a.isalpha() and b.isalpha()) or not b.islower():
+            continue  # "in S6.1": a fragment is lower case
+        la, lb = a.lower(), b.lower()
+        if (len(la) > 1 and la in known and len(lb) > 1 and lb in known) or "a" in (la, lb) or "i" in (la, lb):
+            continue
+        if len(la + lb) >= 3 and any(la + c + lb in known for c in string.ascii_lowercase):
+            gaps += 1
+    return gaps, words
+
+
+def lost_glyphs(text: str, blocks: list[str] | None = None) -> str | None:
+    """Why the text has lost glyphs, or None: few dictionary words on the page, or a block with many
+    fragments that one missing letter would mend (``mended_gaps``)."""
     share = dictionary_share(text)
     if share is not None and share < LOST_GLYPH_DICT_SHARE:
         return f"lost glyphs (only {share:.0%} of English words in the dictionary)"
+    if not _dictionary():
+        return None
+    for block in blocks or []:
+        gaps, words = mended_gaps(block)
+        if gaps >= LOST_GLYPH_MIN_GAPS and gaps >= LOST_GLYPH_GAP_SHARE * words:
+            return f"lost glyphs ({gaps} words broken by a missing letter in one block: {block[:40]!r})"
     return None
 
 

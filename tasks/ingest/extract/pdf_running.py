@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tasks.ingest.extract.pdf_sections import parse_label
+from tasks.ingest.extract.pdf_sections import LABEL_RE, parse_label
 
 CAPTION_RE = re.compile(r"^\s*(fig\.?|figure|table|chart|그림|표|도표)\s*#", re.IGNORECASE)
 EDGE_RANK = 2
@@ -39,12 +39,14 @@ def fold(text: str) -> str:
 
 
 def key_of(text: str) -> str:
-    """The comparison key of a block: ``fold`` for plain lines; for a numbered heading ("1.2 Motion
-    Representation 3", "§ 571.208") only a trailing page number is folded, so chapters that each start
-    on a new page ("1. Scope", "2. Tests") stay apart while a section title repeated as a head matches."""
+    """The comparison key of a block: ``fold`` for plain lines; a numbered heading keeps its number ("1.2
+    Motion Representation 3" -> "1.2 motion representation #"), so chapters that each start on a new page
+    ("1. Scope", "2. Tests") stay apart while a section title repeated as a head matches itself."""
     if parse_label(text, heading=True) is None:
         return fold(text)
-    return re.sub(r"\s+\d+$", " #", " ".join(text.lower().split()))
+    label = LABEL_RE.match(text)
+    head = text[: label.end()] if label else ""
+    return " ".join(head.lower().split()) + " " + fold(text[len(head) :])
 
 
 def _edge_indices(blocks: Sequence[PlacedText]) -> set[int]:

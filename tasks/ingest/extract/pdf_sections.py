@@ -4,7 +4,8 @@ A label opens a paragraph: "§ 571.209", "Annex 3", "Appendix B", "Chapter 2", "
 "제3조", "제2장", Roman numerals ("Ⅲ", "IV."). Labels of one kind nest by their numbers (S5.1 is under
 S5, 5.2.1 under 5.2); kinds nest by rank (a § holds annexes, which hold chapters, which hold numbered
 paragraphs). A bare "5." or "가." is a label only on a heading-like line (short, no sentence), since in
-running text it is a list item.
+running text it is a list item; "3 ASSESSMENTS" (no period) only on a heading; a number followed by a
+lower-case word ("5.2.1 and a force ...") is a cross-reference that a line break put first, never a label.
 
 ``SectionTree`` walks a document's elements in reading order and gives each one its heading path.
 """
@@ -18,7 +19,7 @@ ROMAN = "ⅠⅡⅢⅣⅤⅥⅦⅧⅨⅩ"
 LABEL_RE = re.compile(
     r"^\s*(?:"
     r"(?P<para>§)\s*(?P<pnum>\d+\.\d+[a-z]?)"
-    r"|(?P<annex>annex|appendix|attachment|부록|별지|별표)\s*(?P<anum>\d+|[A-Z])\b"
+    r"|(?P<annex>annex|appendix|attachment|부록|별지|별표)\s*(?P<anum>\d+|(?-i:[A-Z]))\b"
     r"|(?P<chapter>chapter|part|section)\s+(?P<cnum>\d+|[IVX]+)\b"
     r"|제\s*(?P<jang>\d+)\s*[장편]"
     r"|제\s*(?P<jo>\d+)\s*조(?:의\s*\d+)?"
@@ -26,6 +27,7 @@ LABEL_RE = re.compile(
     r"|(?P<s>S)(?P<snum>\d+(?:\.\d+)*)(?=[.\s(]|$)"
     r"|(?P<num>\d+(?:\.\d+)+)\.?(?=\s+\S)"
     r"|(?P<top>\d{1,2})\.(?=\s+\S)"
+    r"|(?P<tops>\d{1,2})(?=\s{1,3}[A-Z])"
     r"|(?P<ga>[가-하])\.(?=\s+\S)"
     r")",
     re.IGNORECASE,
@@ -61,9 +63,11 @@ def parse_label(text: str, heading: bool = False) -> Label | None:
     m = LABEL_RE.match(text)
     if not m:
         return None
-    kind = next(k for k in ("para", "annex", "chapter", "jang", "jo", "roman", "s", "num", "top", "ga") if m.group(k))
-    if kind in HEADING_ONLY and not (heading or _heading_like(text)):
+    kind = next(k for k in ("para", "annex", "chapter", "jang", "jo", "roman", "s", "num", "top", "tops", "ga") if m.group(k))
+    if kind in HEADING_ONLY and not (heading or _heading_like(text)) or kind == "tops" and not heading:
         return None
+    if kind in ("s", "num", "top", "tops") and re.match(r"\s*[a-z]", text[m.end() :].lstrip(".")):
+        return None  # "5.2.1 and a force of ..." continues a sentence: a cross-reference, not a section
     if kind == "para":
         return Label("§", (m.group("pnum"),))
     if kind == "annex":
@@ -72,7 +76,7 @@ def parse_label(text: str, heading: bool = False) -> Label | None:
         return Label("chapter", (m.group("cnum").upper(),))
     if kind == "s":
         return Label("S", tuple(m.group("snum").split(".")))
-    if kind in ("num", "top"):
+    if kind in ("num", "top", "tops"):
         return Label("num", tuple(m.group(kind).split(".")))
     if kind == "roman":
         return Label("roman", (m.group("roman").rstrip("."),))
@@ -100,6 +104,8 @@ class _Open:
     rank: float
     title: str
     key: int
+    size: float | None
+    """Font size of the heading that opened it; None for a numbered paragraph of body text."""
 
 
 class SectionTree:
@@ -108,12 +114,13 @@ class SectionTree:
     def __init__(self) -> None:
         self._stack: list[_Open] = []
 
-    def push(self, title: str, label: Label | None, font_level: int | None = None, key: int = 0) -> None:
-        """Open a section: close the open ones it does not lie in, then add it."""
-        rank = RANK[label.kind] if label else 3.5 + (font_level or 3) * 0.1
-        while self._stack and not self._holds(self._stack[-1], label, rank):
+    def push(self, title: str, label: Label | None, size: float | None = None, key: int = 0) -> None:
+        """Open a section (``size``: the font size of its heading, None for a body paragraph): close the
+        open ones it does not lie in, then add it. Unnumbered headings rank by size, the larger outside."""
+        rank = RANK[label.kind] if label else 3.5 + 1 / (1 + (size or 0))
+        while self._stack and not self._holds(self._stack[-1], label, rank, size):
             self._stack.pop()
-        self._stack.append(_Open(label, rank, title, key))
+        self._stack.append(_Open(label, rank, title, key, size))
 
     def retitle(self, title: str) -> None:
         """Change the innermost open section's title (a heading continued on the next line)."""
@@ -121,9 +128,15 @@ class SectionTree:
             self._stack[-1].title = title
 
     @staticmethod
-    def _holds(top: _Open, label: Label | None, rank: float) -> bool:
+    def _holds(top: _Open, label: Label | None, rank: float, size: float | None) -> bool:
+        """Whether the open section ``top`` holds a new one: numbered ones of a kind by their numbers, other
+        kinds by rank; between a numbered and an unnumbered heading the larger type holds the smaller
+        ("2 ASSESSMENT PROCEDURE" holds "Vehicle provisions assessment", "PREFACE" does not hold "1 SCORING");
+        an unnumbered heading holds the numbered paragraphs of body text after it."""
         if top.label and label and top.label.kind == label.kind:
             return top.label.holds(label)
+        if (label is None and top.label is not None) or (label is not None and top.label is None and size is not None):
+            return top.size is not None and top.size > (size or 0) + 0.5
         return top.rank < rank
 
     def path(self) -> list[str]:
