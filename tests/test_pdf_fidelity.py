@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pymupdf
@@ -187,3 +188,67 @@ def test_placeholder_bookmarks_never_title_chunks(tmp_path, placeholder):
     _, chunks = read(path, tmp_path)
     assert chunks and not any(placeholder in c.title or placeholder in c.heading_path for c in chunks)
     assert [c.title for c in chunks if c.unit == "chapter"] == ["1. Chapter 1", "2. Chapter 2"]
+
+
+def draw_table(page: pymupdf.Page, top: float, rows: list[list[str]], merged: dict[tuple[int, int], int] | None = None,
+               widths: tuple[float, ...] = (160, 160, 120), height: float = 20) -> float:
+    """Rule a grid at ``top`` and write the cells; ``merged[(r, c)] = n``: the cell spans n rows (no rule between)."""
+    merged = merged or {}
+    x0 = 72
+    xs = [x0]
+    for w in widths:
+        xs.append(xs[-1] + w)
+    covered = {(r + k, c) for (r, c), n in merged.items() for k in range(1, n)}
+    bottom = top + height * len(rows)
+    for x in xs:
+        page.draw_line((x, top), (x, bottom))
+    for r in range(len(rows) + 1):
+        y = top + r * height
+        for c in range(len(widths)):
+            if (r, c) not in covered:  # no rule inside a merged cell
+                page.draw_line((xs[c], y), (xs[c + 1], y))
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            if text and (r, c) not in covered:
+                page.insert_text((xs[c] + 4, top + r * height + 14), text, fontsize=10)
+    return bottom
+
+
+def test_merged_label_applies_to_the_rows_it_spans_and_totals_are_marked(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "Table 3: Frontal scoring", fontsize=10)
+    draw_table(page, 90, [["Test", "Item", "Points"], ["Frontal impact", "Head", "3"], ["", "Chest", "4"],
+                          ["", "Femur", "12"], ["Total", "", "19"]], merged={(1, 0): 3})
+    path = tmp_path / "merged.pdf"
+    doc.save(path)
+    result, _ = read(path, tmp_path)
+    (table,) = [e for e in result.elements if e.kind == "table"]
+    md = table.text
+    assert md.startswith("**Table 3: Frontal scoring**")
+    assert "| Frontal impact | Chest | 4 |" in md and "| Frontal impact | Femur | 12 |" in md
+    assert "| **Total** |  | 19 |" in md
+    meta = json.loads(table.meta)
+    assert meta["header_rows"] == 1 and meta["total_rows"] == [4] and meta["caption"].startswith("Table 3")
+    assert not any(e.kind == "text" and e.text.startswith("Table 3") for e in result.elements)  # attached, not loose
+
+
+def test_table_continued_on_the_next_page_is_one_element(tmp_path):
+    doc = pymupdf.open()
+    header = ["Criterion", "Limit", "Region"]
+    page = doc.new_page()
+    write_body(page, [LOREM * 3], y=72)
+    draw_table(page, 560, [header] + [[f"Crit {i}", f"{i}0", "Head"] for i in range(1, 11)])
+    page = doc.new_page()
+    draw_table(page, 72, [header] + [[f"Crit {i}", f"{i}0", "Neck"] for i in range(11, 16)])
+    write_body(page, [LOREM * 2], y=220)
+    path = tmp_path / "continued.pdf"
+    doc.save(path)
+    result, _ = read(path, tmp_path)
+    tables = [e for e in result.elements if e.kind == "table"]
+    assert len(tables) == 1 and tables[0].number == 1
+    md = tables[0].text
+    assert "| Crit 1 | 10 | Head |" in md and "| Crit 15 | 150 | Neck |" in md
+    assert md.count("| Criterion | Limit | Region |") == 1  # the repeated header is dropped
+    assert "continued on page 2" in md
+    assert json.loads(tables[0].meta)["continued_pages"] == [2]

@@ -42,6 +42,15 @@ from tasks.ingest.extract.markdown import markdown_table, quote_block
 from tasks.ingest.extract.pdf_health import lost_glyphs, lost_spaces, spaced_block_text
 from tasks.ingest.extract.pdf_order import reading_order
 from tasks.ingest.extract.pdf_running import PlacedText, running_indices
+from tasks.ingest.extract.pdf_tables import (
+    CAPTION_GAP_PT,
+    continues,
+    fill_row_spans,
+    header_rows,
+    is_caption,
+    mark_totals,
+    total_rows,
+)
 
 BOLD_FONT_RE = re.compile(r"bold|black|heavy|semibold|demi|[-,]b\b|bx", re.IGNORECASE)
 CID_RE = re.compile(r"\(cid:\d+\)")
@@ -91,15 +100,47 @@ class _Block:
     source_reason: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Table:
-    """A detected table rendered as Markdown."""
+    """A detected table: its cell texts (row spans filled), rendered as Markdown."""
 
     bbox: BBox
-    markdown: str
-    """The table as a Markdown table (merged cells repeated)."""
-    rows: int
+    cells: list[list[str | None]]
     cols: int
+    caption: str | None = None
+    continued_pages: list[int] = field(default_factory=list)
+    """Pages the table continues on (joined into this one)."""
+
+    @property
+    def rows(self) -> int:
+        """Number of rows."""
+        return len(self.cells)
+
+    @property
+    def markdown(self) -> str:
+        """The caption (bold), the table as Markdown (header row detected, totals in bold), a continuation note."""
+        totals = total_rows(self.cells)
+        grid = mark_totals(self.cells, totals)
+        if not header_rows(self.cells):
+            grid = [[""] * self.cols] + grid  # no header row in the table: an empty Markdown header
+        text = markdown_table(grid)
+        if text and self.caption:
+            text = f"**{self.caption}**\n\n{text}"
+        if text and self.continued_pages:
+            pages = ", ".join(str(p) for p in self.continued_pages)
+            text += f"\n\n(Table continued on page {pages}; joined here.)"
+        return text
+
+    def facts(self) -> dict:
+        """The element meta of the table."""
+        return {
+            "rows": self.rows,
+            "cols": self.cols,
+            "header_rows": header_rows(self.cells),
+            "total_rows": total_rows(self.cells) or None,
+            "caption": self.caption,
+            "continued_pages": self.continued_pages or None,
+        }
 
 
 @dataclass(frozen=True)
@@ -346,12 +387,11 @@ def _find_tables(page: pymupdf.Page, textpage: pymupdf.TextPage, result: _Page) 
     for table in found_tables:
         if words is None:
             words = page.get_text("words", textpage=textpage)
-        rows = _table_rows(table, words)
-        markdown = markdown_table(rows)
-        if not markdown:
+        rows = fill_row_spans([row.cells for row in table.rows], [row.bbox for row in table.rows], _table_rows(table, words))
+        if not markdown_table(rows):
             continue
         box = tuple(round(v, 2) for v in table.bbox)
-        tables.append(_Table(bbox=box, markdown=markdown, rows=len(rows), cols=table.col_count))
+        tables.append(_Table(bbox=box, cells=rows, cols=table.col_count))
     return tables
 
 
@@ -512,6 +552,41 @@ def _strip_running(pages: list[_Page]) -> None:
         page.blocks = [b for i, b in enumerate(page.blocks) if i not in drop]
 
 
+def _attach_captions(page: _Page) -> None:
+    """Move a caption block ("Table 3 ...") right above or below a table into the table."""
+    for table in page.tables:
+        for block in page.blocks:
+            above = 0 <= table.bbox[1] - block.bbox[3] <= CAPTION_GAP_PT
+            below = 0 <= block.bbox[1] - table.bbox[3] <= CAPTION_GAP_PT
+            if (above or below) and is_caption(block.text) and table.caption is None:
+                table.caption = block.text
+                page.blocks = [b for b in page.blocks if b is not block]
+                break
+
+
+def _is_last(page: _Page, table: _Table) -> bool:
+    return not any(b.bbox[1] >= table.bbox[3] - 2 for b in page.blocks) and table is max(page.tables, key=lambda t: t.bbox[3])
+
+
+def _is_first(page: _Page, table: _Table) -> bool:
+    return not any(b.bbox[3] <= table.bbox[1] + 2 for b in page.blocks) and table is min(page.tables, key=lambda t: t.bbox[1])
+
+
+def _join_continued(pages: list[_Page]) -> None:
+    """Join a table that runs on at the top of the next page (same columns, nothing between) into one."""
+    for page, following in zip(pages, pages[1:]):
+        if not page.tables or not following.tables or following.number != page.number + 1:
+            continue
+        last = max(page.tables, key=lambda t: t.bbox[3])
+        first = min(following.tables, key=lambda t: t.bbox[1])
+        if last.cols != first.cols or not _is_last(page, last) or not _is_first(following, first):
+            continue
+        last.cells += continues(last.cells, first.cells)
+        last.continued_pages += [following.number] + first.continued_pages
+        last.caption = last.caption or first.caption
+        following.tables = [t for t in following.tables if t is not first]
+
+
 def _page_items(page: _Page) -> list[_Item]:
     """The page's blocks, tables and images in column-aware reading order."""
     items: list[_Item] = []
@@ -526,7 +601,7 @@ def _page_items(page: _Page) -> list[_Item]:
         }
         items.append(_Item(kind, block.text, block.bbox, meta))
     for table in page.tables:
-        items.append(_Item("table", table.markdown, table.bbox, {"rows": table.rows, "cols": table.cols}))
+        items.append(_Item("table", table.markdown, table.bbox, table.facts()))
     for image in page.images:
         text = f"![Image on page {page.number} ({image.width}x{image.height} px)]({image.rel_path})"
         items.append(_Item("picture", text, image.bbox, {"note": image.note}, image))
@@ -611,7 +686,7 @@ def document_title(metadata_title: str | None, elements: list[ElementRow]) -> st
     levels = [json.loads(e.meta or "{}").get("heading_level") or 9 for e in headings]
     top = min(levels)
     first = [e.text for e, level in zip(headings, levels) if level == top]
-    return dedup_title(" ".join(dict.fromkeys(first[:2])))[:200] or None
+    return dedup_title(first[0])[:200] or None
 
 
 def extract_pdf(path: Path, ctx: ExtractContext) -> ExtractedDocument:
@@ -627,6 +702,9 @@ def extract_pdf(path: Path, ctx: ExtractContext) -> ExtractedDocument:
     warnings: list[str] = []
     pages = _scan_pages(doc, n_pages, ctx, warnings)
     _strip_running(pages)
+    for page in pages:
+        _attach_captions(page)
+    _join_continued(pages)
     _assign_headings([block for page in pages for block in page.blocks])
     elements: list[ElementRow] = []
     for page in pages:
