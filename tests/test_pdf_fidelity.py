@@ -252,3 +252,11 @@ def test_table_continued_on_the_next_page_is_one_element(tmp_path):
     assert md.count("| Criterion | Limit | Region |") == 1  # the repeated header is dropped
     assert "continued on page 2" in md
     assert json.loads(tables[0].meta)["continued_pages"] == [2]
+
+
+def test_slide_ocr_text_is_filtered_and_syllables_rejoined():
+    from tasks.ingest.extract.ocr_text import clean_ocr_text
+
+    raw = "승 차 종 승 객 수\n| ~ ee = \\ ;\nFrontal Offset test 64 km/h\n— . :: ||| a e\n충돌 시험 결과 요약"
+    assert clean_ocr_text(raw) == "승차종승객수\nFrontal Offset test 64 km/h\n충돌 시험 결과 요약"
+    assert clean_ocr_text("가 나") == "가 나"  # two syllables may be two one-syllable words
