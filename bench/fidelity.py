@@ -233,8 +233,8 @@ def struct_reference(path: Path, n_pages: int) -> tuple[dict[int, str], dict[int
         for page in pdf.pages[:n_pages]:
             try:
                 tree = page.structure_tree
-            except Exception:
-                return None
+            except Exception:  # a page whose tree pdfplumber cannot read is left out of the comparison
+                continue
             if not tree:
                 continue
             words: dict[int, list[str]] = {}
