@@ -260,3 +260,13 @@ def test_slide_ocr_text_is_filtered_and_syllables_rejoined():
     raw = "승 차 종 승 객 수\n| ~ ee = \\ ;\nFrontal Offset test 64 km/h\n— . :: ||| a e\n충돌 시험 결과 요약"
     assert clean_ocr_text(raw) == "승차종승객수\nFrontal Offset test 64 km/h\n충돌 시험 결과 요약"
     assert clean_ocr_text("가 나") == "가 나"  # two syllables may be two one-syllable words
+
+
+def test_an_outline_that_starts_deep_in_the_document_is_not_its_structure():
+    from tasks.ingest.chunking import usable_outline
+    from tasks.ingest.extract.base import OutlineEntry
+
+    late = [OutlineEntry(1, "1. Trade name or mark", 20), OutlineEntry(1, "Figure 1", 38)]
+    assert usable_outline(late, 76) == []
+    good = [OutlineEntry(1, "Introduction", 2), OutlineEntry(1, "책갈피", 3), OutlineEntry(1, "Results", 30)]
+    assert [e.title for e in usable_outline(good, 76)] == ["Introduction", "Results"]

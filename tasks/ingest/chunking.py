@@ -438,9 +438,18 @@ def _tree_chapters(book: _Book, ordered: Sequence[ElementRow]) -> list[ChunkRow]
     return rows
 
 
-def usable_outline(outline: Sequence[OutlineEntry]) -> list[OutlineEntry]:
-    """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled"): none when only they are left."""
-    return [e for e in outline if not PLACEHOLDER_RE.match(e.title)]
+OUTLINE_START_SHARE = 0.15
+"""An outline whose first entry lies past this share of the pages (and past page 3) leaves the document's
+body out: bookmarks made from an appendix's form fields or figure captions, not its structure."""
+
+
+def usable_outline(outline: Sequence[OutlineEntry], n_pages: int) -> list[OutlineEntry]:
+    """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled"); none when only they are
+    left or when it starts too late to be the document's structure (``OUTLINE_START_SHARE``)."""
+    entries = [e for e in outline if not PLACEHOLDER_RE.match(e.title) and 1 <= e.page <= n_pages]
+    if entries and min(e.page for e in entries) > max(3, OUTLINE_START_SHARE * n_pages):
+        return []
+    return entries
 
 
 def pdf_chunks(
@@ -456,7 +465,7 @@ def pdf_chunks(
     ordered = sorted(elements, key=lambda e: (e.number, e.order))
     book = _Book(doc_id, source_path, settings.chunking.max_tokens)
     starts = select_outline_chapters(
-        usable_outline(outline), n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
+        usable_outline(outline, n_pages), n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
     )
     rows: list[ChunkRow] = []
     if starts:
