@@ -11,7 +11,7 @@ Per document and in total, for ragprep (extract + chunk, OCR off), raw PyMuPDF `
 
 * ``heads``: running-head/foot lines left in the output.  The reference set is built here, independently of
   ragprep: lines among the two top- or bottom-most of a page whose text (digits folded) repeats at the same
-  height on at least 20 % of the pages (2 at least) and has a 3-letter word; page numbers alone are not counted (they cannot be found in running text).  ragprep is
+  height on at least 20 % of the pages (2 at least) and has a 3-letter word; page numbers alone are not counted (they cannot be found in running text); a line of the output counts when it is a running line or holds one of 25+ characters.  ragprep is
   counted in its chunks (whole document); the peers on the sampled pages, and ragprep too on those pages
   (``heads@s``) so the columns compare.
 * ``bad_titles``: chunk titles (ragprep) or Markdown headings (pymupdf4llm) that are a running head or a
@@ -162,8 +162,15 @@ def running_lines(doc: pymupdf.Document) -> set[str]:
 
 
 def count_heads(text: str, heads: set[str]) -> int:
-    flat = " ".join(text.split())
-    return sum(flat.count(h) for h in heads)
+    """Lines (or paragraphs) of ``text`` that are a running line, or hold one of 25+ characters ("Euro NCAP" in
+    running text is a mention, "Nat'l Highway Traffic Safety Admin., DOT" inside a paragraph is a head)."""
+    found = 0
+    for line in re.split(r"\n", text):
+        flat = " ".join(line.replace("#", " ").replace("*", " ").split())
+        if not flat:
+            continue
+        found += sum(1 for h in heads if flat == h or (len(h) >= 25 and h in flat))
+    return found
 
 
 def is_bad_title(title: str, heads: set[str]) -> bool:

@@ -20,7 +20,9 @@ CAPTION_RE = re.compile(r"^\s*(fig\.?|figure|table|chart|그림|표|도표)\s*#"
 EDGE_RANK = 2
 """How many distinct line heights from the top (and from the bottom) of a page count as its edge."""
 MIN_SHARE = 0.2
-"""A running line repeats on at least this share of the pages (and on two pages at least)."""
+MIN_PAGES = 3
+"""A running line repeats on this share of the pages, or on ``MIN_PAGES`` pages if fewer (two at least):
+an annex's own running head runs only over the annex."""
 Y_TOLERANCE_PT = 6.0
 
 
@@ -71,7 +73,7 @@ def running_keys(pages: Sequence[Sequence[PlacedText]], n_pages: int) -> set[tup
                 continue
             band = round((block.bbox[1] + block.bbox[3]) / 2 / Y_TOLERANCE_PT)
             seen.setdefault((key, band), set()).add(block.page)
-    need = max(2, MIN_SHARE * n_pages)
+    need = max(2, min(MIN_SHARE * n_pages, MIN_PAGES))
     found: set[tuple[str, int]] = set()
     for (key, band), where in seen.items():
         # a band boundary may split one running line's heights: count the neighbour band too
