@@ -44,9 +44,9 @@ def key_of(text: str) -> str:
     """The comparison key of a block: ``fold`` for plain lines; a numbered heading keeps its number ("1.2
     Motion Representation 3" -> "1.2 motion representation #"), so chapters that each start on a new page
     ("1. Scope", "2. Tests") stay apart while a section title repeated as a head matches itself."""
-    if parse_label(text, heading=True) is None:
-        return fold(text)
     label = LABEL_RE.match(text)
+    if parse_label(text, heading=True) is None or (label and label.group("tops")):
+        return fold(text)  # a bare number before words ("4 IBM Cloud Pak ...") is a page number
     head = text[: label.end()] if label else ""
     return " ".join(head.lower().split()) + " " + fold(text[len(head) :])
 
