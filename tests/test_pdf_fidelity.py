@@ -270,3 +270,20 @@ def test_an_outline_that_starts_deep_in_the_document_is_not_its_structure():
     assert usable_outline(late, 76) == []
     good = [OutlineEntry(1, "Introduction", 2), OutlineEntry(1, "책갈피", 3), OutlineEntry(1, "Results", 30)]
     assert [e.title for e in usable_outline(good, 76)] == ["Introduction", "Results"]
+
+
+def test_a_sentence_broken_by_a_column_break_reads_as_one_paragraph():
+    from schemas.elements import ElementRow
+    from tasks.ingest.chunking import joined_paragraphs
+
+    def el(i: int, kind: str, text: str) -> tuple[ElementRow, str]:
+        row = ElementRow(element_id=f"e{i}", doc_id="d", source_path="x", unit="page", number=1, order=i, kind=kind,
+                         text=text, extractor="test")
+        return row, text
+
+    pieces = [el(0, "text", "S2. Purpose. The purpose is to reduce fires that result"), el(1, "text", "from fuel spillage."),
+              el(2, "text", "S3. Application. This standard applies"), el(3, "table", "| a | b |")]
+    assert joined_paragraphs(pieces) == [
+        "S2. Purpose. The purpose is to reduce fires that result from fuel spillage.",
+        "S3. Application. This standard applies", "| a | b |",
+    ]

@@ -365,6 +365,24 @@ def pack_sections(
     return [p for p in parts if p[1]]
 
 
+SENTENCE_END_RE = re.compile(r"[.!?:;)\]\"”’]\s*$")
+
+
+def joined_paragraphs(pieces: Sequence[tuple[ElementRow, str]]) -> list[str]:
+    """Piece texts as paragraphs; a text block continuing the previous one's sentence (broken by a column or
+    page break: no sentence end before, a lower-case word after) joins it with a space."""
+    out: list[str] = []
+    previous: ElementRow | None = None
+    for element, text in pieces:
+        continued = previous is not None and previous.kind == element.kind == "text"
+        if out and continued and not SENTENCE_END_RE.search(out[-1]) and re.match(r"[a-z]", text):
+            out[-1] = f"{out[-1]} {text}"
+        else:
+            out.append(text)
+        previous = element
+    return out
+
+
 def _chapter_rows(
     book: _Book, unit: str, chapter_index: int | None, title: str, path: list[str], elements: Sequence[ElementRow],
     paths: Sequence[tuple[Node, ...]] | None = None,
@@ -391,7 +409,7 @@ def _chapter_rows(
         shown = title if not sub else f"{title} / {sub[-1]}"
         if count_tokens(f"# {shown}") > count_tokens(f"# {title}") + budget // 8:
             shown = title
-        markdown = "\n\n".join([f"# {shown}"] + [text for _, text in pieces])
+        markdown = "\n\n".join([f"# {shown}"] + joined_paragraphs(pieces))
         members = list(dict.fromkeys(e.element_id for e, _ in pieces))
         member_rows = [e for e in elements if e.element_id in set(members)]
         pages = [e.number for e in member_rows] or [e.number for e in elements]
