@@ -262,14 +262,21 @@ def test_slide_ocr_text_is_filtered_and_syllables_rejoined():
     assert clean_ocr_text("가 나") == "가 나"  # two syllables may be two one-syllable words
 
 
-def test_an_outline_that_starts_deep_in_the_document_is_not_its_structure():
+def test_an_outline_that_leaves_the_numbered_body_out_is_not_its_structure():
+    from schemas.elements import ElementRow
     from tasks.ingest.chunking import usable_outline
     from tasks.ingest.extract.base import OutlineEntry
 
+    def el(page: int, text: str) -> ElementRow:
+        return ElementRow(element_id=f"e{page}-{text[:4]}", doc_id="d", source_path="x", unit="page", number=page,
+                          order=0, kind="text", text=text, extractor="test")
+
+    body = [el(p, f"{p}.1. The requirement number {p} applies to every vehicle.") for p in range(1, 8)]
     late = [OutlineEntry(1, "1. Trade name or mark", 20), OutlineEntry(1, "Figure 1", 38)]
-    assert usable_outline(late, 76) == []
-    good = [OutlineEntry(1, "Introduction", 2), OutlineEntry(1, "책갈피", 3), OutlineEntry(1, "Results", 30)]
-    assert [e.title for e in usable_outline(good, 76)] == ["Introduction", "Results"]
+    assert usable_outline(late, 76, body) == []
+    front = [el(1, "The SimFil Program"), el(2, "Abstract. This report describes a filter.")]
+    good = [OutlineEntry(1, "Introduction", 7), OutlineEntry(1, "책갈피", 3), OutlineEntry(1, "Results", 30)]
+    assert [e.title for e in usable_outline(good, 76, front)] == ["Introduction", "Results"]
 
 
 def test_a_sentence_broken_by_a_column_break_reads_as_one_paragraph():

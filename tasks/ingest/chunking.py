@@ -456,18 +456,23 @@ def _tree_chapters(book: _Book, ordered: Sequence[ElementRow]) -> list[ChunkRow]
     return rows
 
 
-OUTLINE_START_SHARE = 0.15
-"""An outline whose first entry lies past this share of the pages (and past page 3) leaves the document's
-body out: bookmarks made from an appendix's form fields or figure captions, not its structure."""
+MIN_SKIPPED_SECTIONS = 5
+"""An outline that starts after this many numbered sections of the document's own text leaves its body out:
+bookmarks made from an appendix's form fields or figure captions, not the document's structure."""
 
 
-def usable_outline(outline: Sequence[OutlineEntry], n_pages: int) -> list[OutlineEntry]:
+def usable_outline(
+    outline: Sequence[OutlineEntry], n_pages: int, elements: Sequence[ElementRow] = ()
+) -> list[OutlineEntry]:
     """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled"); none when only they are
-    left or when it starts too late to be the document's structure (``OUTLINE_START_SHARE``)."""
+    left or when the pages before its first entry already hold ``MIN_SKIPPED_SECTIONS`` numbered sections."""
     entries = [e for e in outline if not PLACEHOLDER_RE.match(e.title) and 1 <= e.page <= n_pages]
-    if entries and min(e.page for e in entries) > max(3, OUTLINE_START_SHARE * n_pages):
+    if not entries:
         return []
-    return entries
+    first = min(e.page for e in entries)
+    before = [e for e in elements if e.number < first]
+    labelled = {n[0] for path in section_paths(before) for n in path if n[2] is not None}
+    return [] if len(labelled) >= MIN_SKIPPED_SECTIONS else entries
 
 
 def pdf_chunks(
@@ -483,7 +488,7 @@ def pdf_chunks(
     ordered = sorted(elements, key=lambda e: (e.number, e.order))
     book = _Book(doc_id, source_path, settings.chunking.max_tokens)
     starts = select_outline_chapters(
-        usable_outline(outline, n_pages), n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
+        usable_outline(outline, n_pages, ordered), n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
     )
     rows: list[ChunkRow] = []
     if starts:
