@@ -294,3 +294,17 @@ def test_a_sentence_broken_by_a_column_break_reads_as_one_paragraph():
         "S2. Purpose. The purpose is to reduce fires that result from fuel spillage.",
         "S3. Application. This standard applies", "| a | b |",
     ]
+
+
+def test_figure_only_pages_keep_their_captions_even_when_they_repeat_in_place(tmp_path):
+    doc = pymupdf.open()
+    for n in range(1, 4):
+        page = doc.new_page()
+        page.draw_rect(pymupdf.Rect(100, 100, 500, 600))  # the figure: drawings only
+        page.insert_text((100, 630), f"Figure {n} to § 571.216 Test device position", fontsize=10)
+    path = tmp_path / "figures.pdf"
+    doc.save(path)
+    result, chunks = read(path, tmp_path)
+    text = "\n".join(c.markdown for c in chunks)
+    for n in range(1, 4):
+        assert f"Figure {n} to § 571.216 Test device position" in text
