@@ -340,7 +340,8 @@ def pack_sections(
     one level down.
     """
     if _tokens(items) <= room:  # root: the label of the chapter the prefix starts in
-        return [(prefix, [(e, element_markdown(e)) for e, _ in items if e.text])]
+        whole = [(e, element_markdown(e)) for e, _ in items if e.text]
+        return [(prefix, whole)] if whole else []
     own, runs = _children(prefix, items)
     group: list = [(e, prefix) for e in own]
     group_prefix = prefix
@@ -396,6 +397,10 @@ def _chapter_rows(
     while body and body[0].kind == "title" and _unlabelled(body[0].text) in _normalise(title):
         body.pop(0)  # the chapter heading itself (possibly set on several lines, or numbered: "1 Introduction")
     body = [e for e in body if not (e.kind == "title" and _unlabelled(e.text) == _normalise(title))]
+    if body and body[0].kind == "text" and _normalise(body[0].text) == _normalise(title):
+        body.pop(0)  # a numbered paragraph that is all heading ("Annex 4 - Appendix 1")
+    if not any(e.text for e in body):
+        return []  # a section that is its heading alone (its figure drawn, not written) makes no chunk
     kept = {e.element_id for e in body}
     if items is None:
         items = list(zip(body, section_paths(body)))
