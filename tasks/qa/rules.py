@@ -52,6 +52,8 @@ class Handle:
     section_kind: str = "section"
     date: str = ""
     """A meeting's date: a recurring meeting is named by its title and date."""
+    running_heads: frozenset[str] = frozenset()
+    """The document's page running heads (normalised): never a section's name."""
 
 
 @dataclass(frozen=True)
@@ -147,9 +149,9 @@ def is_reference_or_toc_line(line: str) -> bool:
 
 def skipped_chunk(view: ChunkView) -> bool:
     """Chunks that give no questions: a skipped heading, or a body made mostly of reference or contents lines."""
-    headings = [*view.heading_path, *view.title.split(" / ")]
-    if any(is_skipped_heading(h) for h in headings if h):
-        return True
+    own = view.heading_path[-1] if view.heading_path else view.title.split(" / ")[-1]
+    if own and is_skipped_heading(own):
+        return True  # the chunk's own heading: a contents page that heads the whole outline must not hide it
     lines = [ln for ln in view.markdown.splitlines()[1:] if ln.strip() and not ln.lstrip().startswith(("|", ">", "!["))]
     if len(lines) < 3:
         return False
@@ -852,8 +854,9 @@ def parse_table(markdown: str) -> Table | None:
         duplicated = {c for c in columns[1:] if columns[1:].count(c) > 1}
         columns = [c if c not in duplicated else "" for c in columns]
     labels = [r[0].strip() if r else "" for r in body]
-    kept = [(label, [c.strip() for c in r[1:]]) for label, r in zip(labels, body)
-            if _row_label_ok(label) and labels.count(label) == 1 and label not in columns]
+    merged = {i for i in range(len(body) - 1) if labels[i] and not labels[i + 1] and any(c.strip() for c in body[i + 1][1:])}
+    kept = [(label, [c.strip() for c in r[1:]]) for i, (label, r) in enumerate(zip(labels, body))
+            if _row_label_ok(label) and labels.count(label) == 1 and label not in columns and i not in merged]
     if not kept or not any(columns[1:]):
         return None
     return Table(columns[0], columns[1:], [g.strip() for g in groups[1:]], kept)
@@ -998,6 +1001,9 @@ def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
             yield Candidate(question, ratios[0][1], "comparative", "table", ctx.element_id)
 
 
+_TOTAL_LABEL_RE = re.compile(r"^(?:total|sum|overall|all|합계|총계|소계|계|전체)\b", re.IGNORECASE)
+
+
 def _table_highest(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
     """For tables whose rows are comparable categories: the row with the highest value of a named numeric column."""
     if is_metric_table(table) or len(table.rows) < 3:
@@ -1005,7 +1011,7 @@ def _table_highest(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
     for col in data_columns(table):
         values = [(parse_number(re.sub(r"[^\d.,-]", "", cells[col])), label) for label, cells in table.rows
                   if col < len(cells) and re.fullmatch(r"-?[\d.,]+\s?(?:%|명|개|건|원|[A-Za-z/]{0,4})", cells[col].strip())]
-        values = [(v, label) for v, label in values if v is not None]
+        values = [(v, label) for v, label in values if v is not None and not _TOTAL_LABEL_RE.match(label)]
         if len(values) < 3 or len(values) < len(table.rows) - 1:
             continue
         values.sort(reverse=True)
@@ -1212,14 +1218,26 @@ def generate(view: ChunkView, n: int) -> list[Candidate]:
     reference lists, tables of contents and boilerplate sections."""
     if n <= 0 or skipped_chunk(view):
         return []
-    sources = [[c for c in source(view) if _well_formed(c)] for source in SOURCES]
+    from tasks.qa.gen_requirements import REQUIREMENT_SOURCES  # they build on this module's helpers
+    from tasks.qa.sections import section_views
+
+    queues = [list(_round_robin([[c for c in source(part) if _well_formed(c)] for source in (*REQUIREMENT_SOURCES, *SOURCES)]))
+              for part in section_views(view)]
     out: list[Candidate] = []
     seen: set[str] = set()
-    index = 0
-    while len(out) < n and any(index < len(s) for s in sources):
-        for source in sources:
-            if index < len(source) and len(out) < n and source[index].question not in seen:
-                seen.add(source[index].question)
-                out.append(source[index])
-        index += 1
+    for candidate in _round_robin(queues):  # every section of the chunk gets its first question before any its second
+        if len(out) >= n:
+            break
+        if candidate.question not in seen:
+            seen.add(candidate.question)
+            out.append(candidate)
     return out
+
+
+def _round_robin(groups: Sequence[Sequence[Candidate]]) -> Iterator[Candidate]:
+    index = 0
+    while any(index < len(g) for g in groups):
+        for group in groups:
+            if index < len(group):
+                yield group[index]
+        index += 1

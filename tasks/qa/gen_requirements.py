@@ -1,0 +1,113 @@
+"""Generator rules for requirements and test conditions: the limits a regulation or protocol sets.
+
+A requirement sentence ("The deceleration of the head form shall not exceed 80 g ...", "... shall be at least
+250 mm", "≤ 700", "... 이하") becomes a limit question that names the document and, when the paragraph is
+numbered, the paragraph: "According to paragraph S5.1 of FMVSS No. 201, what limit applies to the deceleration of
+the head form?" The answer is the requirement clause itself, a complete span of the chunk. A test condition
+("... at a speed of 32 ± 1 km/h", "... a mass of 1,300 kg") becomes a condition question about the quantity.
+Sentences whose subject is not a clean noun phrase (a pronoun, a clause, a fragment) give no question, and
+nothing is asked without a document handle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from tasks.qa.handles import clean_name
+from tasks.qa.registry import rule
+from tasks.qa.rules import Candidate, ChunkView, _lower_first, doc_phrase, paragraphs, sentences, where
+
+_NUMBER = r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|°|[a-zA-Zµ/²]{1,6}\b)?"
+_LIMIT_RE = re.compile(
+    r"\b(?:shall|must|should|will)\s+(?:not\s+)?(?:be\s+)?(?:exceed|(?:at\s+(?:least|most))|(?:not\s+)?(?:less|more|greater|lower|"
+    r"higher)\s+than|no\s+(?:less|more|greater)\s+than|(?:a\s+)?(?:maximum|minimum)\s+of|between|within|below|above|"
+    r"equal\s+to\s+or\s+(?:less|greater)\s+than)\b[^.;]*?\d"
+    r"|[≤≥]\s?\d",
+    re.IGNORECASE,
+)
+_SUBJECT_RE = re.compile(r"^(?P<subject>(?:The|Each|Any|All|Every)\s[^,;:()]{3,110}?)\s(?P<verb>shall|must|should)\s", re.IGNORECASE)
+_CONDITION_PREFIX_RE = re.compile(r"^(?:When|Where)\s+(?:tested|measured|determined|calculated)\b[^,]{0,120},\s+", re.IGNORECASE)
+_CLAUSE_WORDS = frozenset("which that who when where if because although while unless whether is are was were has have".split())
+_PARAGRAPH_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*|\d+(?:\.\d+){1,5})\.?\s")
+
+
+def _subject(sentence: str) -> tuple[str, str] | None:
+    """(subject, the clause from the subject on) of a requirement sentence, or None when its subject is not a clean noun phrase."""
+    body = _CONDITION_PREFIX_RE.sub("", sentence)
+    body = body[:1].upper() + body[1:]
+    match = _SUBJECT_RE.match(body)
+    if not match:
+        return None
+    subject = match.group("subject").strip()
+    words = subject.lower().split()
+    if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}", subject):
+        return None
+    return subject, body
+
+
+def _paragraph_number(markdown: str, sentence: str) -> str:
+    """The number of the numbered paragraph holding ``sentence`` ("S5.1", "5.2.3"), or ''."""
+    for paragraph in paragraphs(markdown):
+        if sentence[:60] in paragraph:
+            found = _PARAGRAPH_NUMBER_RE.match(paragraph)
+            return found.group("number") if found else ""
+    return ""
+
+
+def _place(view: ChunkView, number: str) -> str:
+    doc = doc_phrase(view)
+    if number and doc:
+        return f"paragraph {number} of {doc}"
+    return where(view)
+
+
+@rule("generate.requirement.limit", "generate", "a sentence of a regulation or protocol with shall/must and a limit "
+      "(not exceed, at least, not less than, ≤, ≥) and a number", "numeric")
+def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """Limit questions from requirement sentences, naming the document and the numbered paragraph."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    for sentence in sentences(view.markdown):
+        if not _LIMIT_RE.search(sentence):
+            continue
+        found = _subject(sentence)
+        if found is None:
+            continue
+        subject, clause = found
+        place = _place(view, _paragraph_number(view.markdown, sentence))
+        phrase = clean_name(_lower_first(subject, view.markdown))
+        question = f"According to {place}, what limit applies to {phrase}?"
+        yield Candidate(question[:1].upper() + question[1:], clause, "numeric", "text")
+
+
+_CONDITION_RE = re.compile(
+    r"\b(?:at|with|of)\s+an?\s+(?P<quantity>(?:impact\s+)?(?:speed|velocity|mass|angle|temperature|force|load|pressure|"
+    r"height|rate|overlap|duration))\s+of\s+(?P<value>" + _NUMBER + r")",
+    re.IGNORECASE,
+)
+
+
+@rule("generate.requirement.condition", "generate", "a sentence of a procedure that states a test condition "
+      "('at a speed of 32 km/h', 'a mass of 1,300 kg')", "factual")
+def condition_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """Condition questions (speed, mass, angle, ...) from procedure sentences with a clean subject."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    for sentence in sentences(view.markdown):
+        match = _CONDITION_RE.search(sentence)
+        if not match or _LIMIT_RE.search(sentence):
+            continue
+        found = _subject(sentence)
+        if found is None:
+            continue
+        subject, clause = found
+        place = _place(view, _paragraph_number(view.markdown, sentence))
+        quantity = match.group("quantity").lower()
+        phrase = clean_name(_lower_first(subject, view.markdown))
+        question = f"According to {place}, what {quantity} is specified for {phrase}?"
+        yield Candidate(question[:1].upper() + question[1:], clause, "factual", "text")
+
+
+REQUIREMENT_SOURCES = (limit_candidates, condition_candidates)
+"""Requirement and condition questions: asked first of a regulation's or protocol's chunk."""
