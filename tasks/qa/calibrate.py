@@ -6,7 +6,8 @@ lowest score that passes (``min_score``) and how far down the round trip may fin
 0 = not checked). A pair is approved when no counted rule scores it below ``min_score`` and the round trip holds.
 
 ``fit`` chooses a policy from labelled rows only: a rule counts when, on those rows, at least ``RULE_PRECISION``
-of the pairs it fires on are unusable; then the (``min_score``, ``k``) with the highest recall among those whose
+of the pairs it fires on are unusable, or when it fires on fewer than ``MIN_EVIDENCE`` of them (no evidence against
+it); then the (``min_score``, ``k``) with the highest recall among those whose
 precision of "usable" reaches ``TARGET_PRECISION``, else the most precise. ``grouped_cv`` holds out one document
 at a time, fits on the others and predicts the held-out document's pairs, so every threshold and every rule's
 inclusion is judged on a document it was not chosen on. ``python -m tasks.qa.calibrate`` prints the figures and
@@ -24,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tasks.qa.critic_rules import signals
-from tasks.qa.critic_structure import _norm, structure_signals
+from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
 from tasks.qa.judge import CRITERIA, PairContext
 from tasks.qa.roundtrip import NOT_RANKED
 
@@ -32,9 +33,13 @@ LABEL_FILES = ("tests/data/qa_calibration.jsonl", "tests/data/qa_pipeline_labels
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 TARGET_PRECISION = 0.9
 RULE_PRECISION = 0.7
-MIN_SCORES = (3, 4)
+MIN_EVIDENCE = 3
+"""A rule that fires on fewer training pairs than this keeps its place (no evidence against the rubric it encodes)."""
+MIN_SCORES = (3,)
+"""The judge's qa.critic_min_score (3) is the one threshold on scores; what the policy chooses is which rules count."""
 ROUNDTRIP_KS = (0, 1, 3, 5, 10, 20)
 TEMPLATE = "critic.template"
+ROUNDTRIP = "critic.roundtrip.own_chunk"
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,7 @@ def rule_hits(ctx: PairContext) -> dict[str, int]:
         name = f"{TEMPLATE}.{signal.criterion}"
         hits[name] = min(hits.get(name, 5), signal.score)
     for name, signal in structure_signals(ctx):
-        if name != "critic.roundtrip.own_chunk":
+        if name != ROUNDTRIP:
             hits[name] = min(hits.get(name, 5), signal.score)
     return hits
 
@@ -166,7 +171,9 @@ def fit(items: Sequence[Labelled]) -> Policy:
         for name, score in item.hits.items():
             if score < 3:
                 fired[name].append(not item.usable)
-    kept = frozenset(name for name, bad in fired.items() if sum(bad) / len(bad) >= RULE_PRECISION)
+    known = (set(RULE_NAMES.values()) - {ROUNDTRIP}) | {f"{TEMPLATE}.{c}" for c in CRITERIA}
+    kept = frozenset(name for name in known | set(fired)
+                     if len(fired.get(name, ())) < MIN_EVIDENCE or sum(fired[name]) / len(fired[name]) >= RULE_PRECISION)
     best: tuple | None = None
     for min_score in MIN_SCORES:
         for k in ROUNDTRIP_KS:

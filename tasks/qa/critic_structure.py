@@ -79,14 +79,16 @@ def placeholder_handle(ctx: PairContext) -> list[Signal]:
     return out
 
 
-@rule("critic.handle.running_head", "critic", "the quoted document name and the document's chunk titles",
-      "the name is the title of several chunks of the document (a page running head), or ends in a page number",
+@rule("critic.handle.running_head", "critic", "the quoted document or section name and the document's chunk titles",
+      "the name (digits aside) is the title of several chunks of the document (a page running head), or ends in a page number",
       "well_formed")
 def running_head_handle(ctx: PairContext) -> list[Signal]:
     """A page running head used as the document's title."""
-    for name in document_handles(ctx.question):
-        if ctx.title_repeats.get(_norm(name), 0) >= 2 or re.search(r"\s(?:—|-|–)\s*\d{1,3}\s*$", name):
-            return [Signal("well_formed", 2, f"a page running head is used as the document title ('{name[:60]}')")]
+    repeats = {re.sub(r"\d+", "#", t): n for t, n in ctx.title_repeats.items()}
+    for name in document_handles(ctx.question) + section_handles(ctx.question):
+        family = re.sub(r"\d+", "#", _norm(name))
+        if repeats.get(family, 0) >= 2 or re.search(r"\s(?:—|-|–)\s*\d{1,3}\s*$", name):
+            return [Signal("well_formed", 2, f"a page running head is used as a title ('{name[:60]}')")]
     return []
 
 
@@ -285,12 +287,23 @@ def restated_cause(ctx: PairContext) -> list[Signal]:
 
 
 @rule("critic.grammar.deictic_document", "critic", "the question",
-      "'this standard/regulation/protocol/annex' with no name: which one is not said", "standalone")
+      "'this standard/regulation/protocol/annex' or a bare 'it' as the subject: which one is not said", "standalone")
 def deictic_document(ctx: PairContext) -> list[Signal]:
-    """'this standard' and kin: a reference only the chunk resolves."""
-    found = re.search(r"\b(?:this|that|the present)\s+(?:standard|regulation|protocol|annex|appendix|rule|procedure|directive)\b",
-                      ctx.question, re.IGNORECASE)
+    """'this standard', 'what is it ...' and kin: a reference only the chunk resolves."""
+    found = re.search(r"\b(?:this|that|the present)\s+(?:standard|regulation|protocol|annex|appendix|rule|procedure|directive)\b"
+                      r"|\b(?:is|was|does|did|are|were|do)\s+(?:it|they)\b", ctx.question, re.IGNORECASE)
     return [Signal("standalone", 2, f"deictic reference ('{found.group(0)}')")] if found else []
+
+
+@rule("critic.grammar.repeated_frame", "critic", "the question",
+      "two 'according to' clauses, or a unit in brackets glued to a Korean particle ('시간 (ms)의'): a frame filled twice",
+      "well_formed")
+def repeated_frame(ctx: PairContext) -> list[Signal]:
+    """A question frame filled twice or around a table label's unit."""
+    if len(re.findall(r"\baccording to\b", ctx.question, re.IGNORECASE)) >= 2:
+        return [Signal("well_formed", 2, "two 'according to' clauses")]
+    found = re.search(r"\([^()]{1,8}\)(?:의|은|는|이|가|을|를)\s", ctx.question)
+    return [Signal("well_formed", 2, f"a unit in brackets inside the subject ('{found.group(0).strip()}')")] if found else []
 
 
 # --- round-trip retrieval -----------------------------------------------------------------------------
@@ -308,7 +321,7 @@ def roundtrip(ctx: PairContext) -> list[Signal]:
 
 STRUCTURE_RULES = (
     doubled_handle, placeholder_handle, running_head_handle, broken_glyphs, wrong_heading, merged_group, total_as_item,
-    tolerance_misread, footnote_splice, agreement, why_copula, restated_cause, deictic_document, roundtrip,
+    tolerance_misread, footnote_splice, agreement, why_copula, restated_cause, deictic_document, repeated_frame, roundtrip,
 )
 """The rules above, in the order their reasons are listed."""
 

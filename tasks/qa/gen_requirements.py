@@ -29,6 +29,9 @@ _LIMIT_RE = re.compile(
 _SUBJECT_RE = re.compile(r"^(?P<subject>(?:The|Each|Any|All|Every)\s[^,;:()]{3,110}?)\s(?P<verb>shall|must|should)\s", re.IGNORECASE)
 _CONDITION_PREFIX_RE = re.compile(r"^(?:When|Where)\s+(?:tested|measured|determined|calculated)\b[^,]{0,120},\s+", re.IGNORECASE)
 _CLAUSE_WORDS = frozenset("which that who when where if because although while unless whether is are was were has have".split())
+_VAGUE_WORDS = frozenset("above below following said such this these those it its their same other former latter".split())
+_DETERMINERS = frozenset("the each any all every a an of in on for to at by with and or".split())
+_UNIT_VALUE_RE = re.compile(r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|per\s?cent|°|º|[a-zA-Zµ]{1,6}\b|[≤≥])|[≤≥]\s?\d")
 _PARAGRAPH_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*|\d+(?:\.\d+){1,5})\.?\s")
 
 
@@ -43,6 +46,10 @@ def _subject(sentence: str) -> tuple[str, str] | None:
     words = subject.lower().split()
     if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}", subject):
         return None
+    if _VAGUE_WORDS & set(words) or len([w for w in words if w not in _DETERMINERS]) < 2:
+        return None  # "the threshold", "the load quoted above": which one only the chunk says
+    if not _UNIT_VALUE_RE.search(body[match.end():]):
+        return None  # the limit is a reference ("the limit indicated in paragraph 6.2.2.5"), not a value
     return subject, body
 
 

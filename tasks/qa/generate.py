@@ -93,7 +93,7 @@ def _document_title(document: DocumentRow | None, chunks: Sequence[ChunkRow]) ->
         on_title_page = chunk.slide == 1 or chunk.page_start == 1
         title = _good_title(heading, file_name, heads) if on_title_page else ""  # never a later slide's heading
         break
-    return title or handles.identifier([c.markdown for c in chunks])
+    return title
 
 
 _DATE_KEYS_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:date|meeting date|일시|날짜|회의 일시)\s*[:：]\s*(?P<date>\S.{3,40}?)\s*$",
@@ -133,9 +133,14 @@ def document_handles(
         document, header = docs.get(doc_id), heads.get(doc_id)
         test_name = _header_value(header, "Test Name")
         kind = _kind(document, members[0].source_path)
+        title = _document_title(document, members)
+        if not title and not test_name:
+            first = [c.markdown for c in members if (c.page_start or c.slide or 1) <= 2]
+            title = handles.identifier([c.title for c in members], first)
+            kind = "standard" if title else kind
         out[doc_id] = rules.Handle(
             test_name=test_name, stage=_header_value(header, "Stage") if test_name else "",
-            title=_document_title(document, members), kind=kind, date=_meeting_date(members) if kind == "meeting" else "",
+            title=title, kind=kind, date=_meeting_date(members) if kind == "meeting" else "",
             running_heads=frozenset(handles.running_heads([(c.title, c.part_index) for c in members])),
         )
     return out

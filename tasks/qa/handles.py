@@ -60,37 +60,46 @@ def placeholder(title: str) -> bool:
 @rule("generate.handle.running_head", "generate", "a candidate title and the document's chunks",
       "it heads two or more chunks that are not parts of one split section (a page running head)")
 def running_heads(titles_with_parts: Sequence[tuple[str, int]]) -> set[str]:
-    """The normalised titles that head two or more chunks starting a section (``part_index`` 0): running heads."""
-    counts = Counter(_norm(t) for t, part in titles_with_parts if part == 0 and t)
+    """The titles (normalised, digits masked) that head two or more chunks starting a section (``part_index`` 0):
+    running heads, which differ from page to page only in their numbers."""
+    counts = Counter(digitless(t) for t, part in titles_with_parts if part == 0 and t)
     return {t for t, n in counts.items() if n >= 2}
 
 
 def is_running_head(title: str, heads: set[str]) -> bool:
     """True when ``title`` (or one level of it, "A / B") is among the running ``heads``."""
-    return _norm(title) in heads or any(_norm(p) in heads for p in title.split(" / "))
+    return digitless(title) in heads or any(digitless(p) in heads for p in title.split(" / "))
 
 
 _IDENTIFIER_RES = (
+    (re.compile(r"§\s?571\.(\d{3}[a-z]?)\b"), "FMVSS No. {0}"),  # 49 CFR 571: the Federal Motor Vehicle Safety Standards
+    (re.compile(r"\bFMVSS\s+(?:No\.\s?)?(\d{3}[a-z]?)\b"), "FMVSS No. {0}"),
     (re.compile(r"\b(?:UN\s+)?Regulation\s+No\.\s?(\d{1,3})\b"), "UN Regulation No. {0}"),
     (re.compile(r"\bStandard\s+No\.\s?(\d{3}[a-z]?)\b"), "Standard No. {0}"),
-    (re.compile(r"\bFMVSS\s+(?:No\.\s?)?(\d{3}[a-z]?)\b"), "FMVSS No. {0}"),
-    (re.compile(r"\b(ECE\s+R\s?\d{1,3})\b"), "{0}"),
-    (re.compile(r"\b(ISO\s+\d{3,5}(?:-\d+)?)\b"), "{0}"),
 )
 
 
-@rule("generate.handle.identifier", "generate", "the text of a document whose title failed the checks",
-      "the standard or regulation number its text names most often (three times at least) becomes its name")
-def identifier(texts: Sequence[str]) -> str:
-    """The identifier a regulation's or standard's own text uses most ("UN Regulation No. 16"), or ''."""
-    counts: Counter = Counter()
-    for text in texts:
-        for pattern, form in _IDENTIFIER_RES:
-            for match in pattern.finditer(text):
-                counts[form.format(*[g.replace("  ", " ") for g in match.groups()])] += 1
-    if not counts:
-        return ""
-    name, n = counts.most_common(1)[0]
-    if name.startswith("Standard No.") and any("§ 571." in t or "Motor Vehicle Safety Standard" in t for t in texts):
-        name = name.replace("Standard No.", "FMVSS No.")  # 49 CFR 571: the Federal Motor Vehicle Safety Standards
-    return name if n >= 3 else ""
+def _found(text: str) -> list[tuple[int, str]]:
+    return sorted((m.start(), form.format(*m.groups())) for pattern, form in _IDENTIFIER_RES for m in pattern.finditer(text))
+
+
+@rule("generate.handle.identifier", "generate", "the chunk titles and first pages of a document whose title failed the checks",
+      "the standard or regulation number its running heads repeat, else the first one its first pages name, becomes its name")
+def identifier(titles: Sequence[str], first_pages: Sequence[str]) -> str:
+    """The identifier a regulation or standard goes by ("FMVSS No. 201", "UN Regulation No. 16"), or ''.
+
+    Its running heads name it on every page (two titles at least); otherwise its cover names it before any
+    other regulation it cites."""
+    in_titles = Counter(name for title in titles for _, name in _found(title))
+    if in_titles and in_titles.most_common(1)[0][1] >= 2:
+        return in_titles.most_common(1)[0][0]
+    for text in first_pages:
+        found = _found(text)
+        if found:
+            return found[0][1]
+    return ""
+
+
+def digitless(text: str) -> str:
+    """The normalised text without its digits: running heads of one family differ only in numbers."""
+    return re.sub(r"\d+", "#", _norm(text))

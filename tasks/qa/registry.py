@@ -86,7 +86,6 @@ FLAG_DESCRIPTIONS = {
     "low_quality:well_formed": ("the critic", "well_formed scored below qa.critic_min_score"),
     "low_quality:useful": ("the critic", "useful scored below qa.critic_min_score"),
     "low_quality:judge_failed": ("the critic", "no usable reply from the judge"),
-    "low_quality:roundtrip": ("the question run over the whole corpus", "its own chunk is not among the top qa.roundtrip_k"),
 }
 """Every flag code (``schemas.qa_pairs.FLAG_CODES``): what it fires on and when."""
 

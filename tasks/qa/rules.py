@@ -294,6 +294,8 @@ def _doc_phrase_en(h: Handle) -> str:
         return f"the {name}" + (f" ({h.stage})" if h.stage and h.stage.lower() not in h.test_name.lower() else "")
     if not h.title:
         return ""
+    if h.kind == "standard":
+        return h.title  # an identifier ("FMVSS No. 201") is a name, not a quoted title
     if h.kind == "meeting":
         name = f"the {h.title}" if re.search(r"\bmeeting\b", h.title, re.IGNORECASE) else f'the "{h.title}" meeting'
         return f"{name} of {h.date}" if h.date else name
@@ -307,6 +309,8 @@ def _doc_phrase_ko(h: Handle) -> str:
         return name + (f"({h.stage})" if h.stage and h.stage not in h.test_name else "")
     if not h.title:
         return ""
+    if h.kind == "standard":
+        return h.title
     noun = {"meeting": "회의", "report": "보고서", "presentation": "발표 자료"}.get(h.kind, "문서")
     name = f"'{h.title}'" if h.title.endswith(noun) else f"'{h.title}' {noun}"
     return f"{h.date} {name}" if h.date and h.kind == "meeting" else name
@@ -437,8 +441,8 @@ _KEY_PRIORITY = ("purpose", "objective", "decision", "decisions", "result", "con
 
 def _key_value_candidates(view: ChunkView) -> Iterator[Candidate]:
     doc = doc_phrase(view) or where(view)
-    if not doc:
-        return
+    if not doc or view.handle.kind == "standard":
+        return  # a regulation's "Key: value" lines are form fields and spec cells, not facts "of" the regulation
     found: list[tuple[int, Candidate]] = []
     for line in text_lines(view.markdown):
         match = KEY_VALUE_RE.match(line)
@@ -686,9 +690,14 @@ def _verb_base(word: str) -> str | None:
     return None
 
 
+_DEICTIC_IN_SUBJECT = {"this", "these", "that", "those", "purpose", "scope", "aim", "objective"}
+
+
 def _subject_ok(subject: list[str]) -> bool:
     if not 1 <= len(subject) <= 7 or subject[0].lower() in _PRONOUN_SUBJECTS or subject[-1].lower() in _QUANTIFIERS:
         return False
+    if any(w.lower() in _DEICTIC_IN_SUBJECT for w in subject):
+        return False  # "the purpose of this standard": a definition, not a cause, and "this" needs the chunk
     return all(re.fullmatch(r"[\w\-/']+", w) for w in subject) and not any(w.lower() in _NOT_IN_SUBJECT for w in subject)
 
 
@@ -878,7 +887,13 @@ def _row_label_ok(label: str) -> bool:
     return bool(re.search(r"[A-Za-z가-힣]", label))
 
 
+_MARK_CELL_RE = re.compile(r"^(?:\(?\d{1,2}\)|[A-Za-z*✓✔×xX]|\d+(?:[.,]\d+)?\s*\+\s*\d+(?:[.,]\d+)?.*)$")
+"""A footnote mark "(1)", a tick or single letter, or a tolerance whose '±' was read as '+' ("40.3 + 1.0")."""
+
+
 def _cell_ok(value: str, label: str) -> bool:
+    if _MARK_CELL_RE.match(value.strip()) and not value.strip().isdigit():
+        return False
     return bool(value) and value not in ("-", "–", "—", "·", "n/a", "N/A") and value != label and len(value) <= 200
 
 
