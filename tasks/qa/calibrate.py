@@ -33,6 +33,8 @@ LABEL_FILES = ("tests/data/qa_calibration.jsonl", "tests/data/qa_pipeline_labels
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 TARGET_PRECISION = 0.9
 RULE_PRECISION = 0.7
+MARGIN = 0.02
+"""How much more precision (or recall) a stricter setting must give on the training documents to be chosen."""
 MIN_EVIDENCE = 3
 """A rule that fires on fewer training pairs than this keeps its place (no evidence against the rubric it encodes)."""
 MIN_SCORES = (3,)
@@ -183,9 +185,17 @@ def fit(items: Sequence[Labelled]) -> Policy:
             got = scores(items, [approve(i, policy) for i in items])
             precision, recall = got["precision"] or 0.0, got["recall"] or 0.0
             key = (precision >= TARGET_PRECISION, recall if precision >= TARGET_PRECISION else precision, -k, -min_score)
-            if best is None or key > best[0]:
+            if best is None or _better(key, best[0]):
                 best = (key, policy)
     return best[1] if best else Policy(kept)
+
+
+def _better(key: tuple, than: tuple) -> bool:
+    """A stricter setting (a round trip, a higher score) must beat the looser one by ``MARGIN``, not by noise."""
+    if key[0] != than[0]:
+        return key[0] > than[0]
+    stricter = (key[2], key[3]) < (than[2], than[3])
+    return key[1] > than[1] + MARGIN if stricter else key[1] >= than[1] - MARGIN and key[1] > than[1]
 
 
 @dataclass

@@ -26,8 +26,18 @@ _LIMIT_RE = re.compile(
     r"|[≤≥]\s?\d",
     re.IGNORECASE,
 )
-_SUBJECT_RE = re.compile(r"^(?P<subject>(?:The|Each|Any|All|Every)\s[^,;:()]{3,110}?)\s(?P<verb>shall|must|should)\s", re.IGNORECASE)
-_CONDITION_PREFIX_RE = re.compile(r"^(?:When|Where)\s+(?:tested|measured|determined|calculated)\b[^,]{0,120},\s+", re.IGNORECASE)
+_SUBJECT_RE = re.compile(r"^(?P<subject>[A-Z][^,;:()]{3,110}?)\s(?P<verb>shall|must)\s")
+_NOT_SUBJECT_START = frozenset("it this that these those they there if when where in for after before during as at on with "
+                               "no none such".split())
+_INNER_MODIFIER_RE = re.compile(r",\s(?:as|when)\s(?:measured|tested|determined|specified|calculated)\b[^,]{0,80},", re.IGNORECASE)
+_CONDITION_PREFIX_RE = re.compile(
+    r"^(?:When|Where)\s+(?:tested|measured|determined|calculated)\s+(?:in accordance with|as prescribed in|according to)\s+"
+    r"(?:paragraph|annex|S)\s?[\dA-Z][\w.]*\.?,?\s+",
+    re.IGNORECASE,
+)
+_CONDITION_RE = re.compile(r"^(?P<condition>(?:If|In the case of|For|Where|When)\s[^,;]{5,110}),\s+(?P<rest>.+)$")
+_MODIFIER_RE = re.compile(r"\s(?:as prescribed|in accordance with|determined as|when (?:tested|measured)|in the test|"
+                          r"according to|specified in|referred to in)\b.*$", re.IGNORECASE)
 _CLAUSE_WORDS = frozenset("which that who when where if because although while unless whether is are was were has have".split())
 _VAGUE_WORDS = frozenset("above below following said such this these those it its their same other former latter".split())
 _DETERMINERS = frozenset("the each any all every a an of in on for to at by with and or".split())
@@ -35,14 +45,23 @@ _UNIT_VALUE_RE = re.compile(r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|per\s?cent|
 _PARAGRAPH_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*|\d+(?:\.\d+){1,5})\.?\s")
 
 
+def _condition(sentence: str) -> tuple[str, str]:
+    """(the leading condition "if the retractor is part of a lap belt", the main clause), or ('', sentence)."""
+    found = _CONDITION_RE.match(sentence)
+    if not found or re.search(r"\b(?:above|below|paragraphs?|annex)\b|\d", found.group("condition"), re.IGNORECASE):
+        return "", sentence
+    condition = found.group("condition")
+    return condition[:1].lower() + condition[1:], found.group("rest")
+
+
 def _subject(sentence: str) -> tuple[str, str] | None:
     """(subject, the clause from the subject on) of a requirement sentence, or None when its subject is not a clean noun phrase."""
     body = _CONDITION_PREFIX_RE.sub("", sentence)
     body = body[:1].upper() + body[1:]
-    match = _SUBJECT_RE.match(body)
-    if not match:
+    match = _SUBJECT_RE.match(_INNER_MODIFIER_RE.sub("", body))
+    if not match or match.group("subject").split()[0].lower() in _NOT_SUBJECT_START:
         return None
-    subject = match.group("subject").strip()
+    subject = _MODIFIER_RE.sub("", match.group("subject").strip())
     words = subject.lower().split()
     if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}", subject):
         return None
@@ -78,14 +97,15 @@ def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
     for sentence in sentences(view.markdown):
         if not _LIMIT_RE.search(sentence):
             continue
-        found = _subject(sentence)
+        condition, main = _condition(sentence)
+        found = _subject(main)
         if found is None:
             continue
         subject, clause = found
         place = _place(view, _paragraph_number(view.markdown, sentence))
         phrase = clean_name(_lower_first(subject, view.markdown))
-        question = f"According to {place}, what limit applies to {phrase}?"
-        yield Candidate(question[:1].upper() + question[1:], clause, "numeric", "text")
+        question = f"According to {place}, what limit applies to {phrase}{' ' + condition if condition else ''}?"
+        yield Candidate(question[:1].upper() + question[1:], sentence if condition else clause, "numeric", "text")
 
 
 _CONDITION_RE = re.compile(
