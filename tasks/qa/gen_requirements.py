@@ -47,7 +47,7 @@ _PARAGRAPH_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*|\d+(?:\.\d+){1
 
 def _condition(sentence: str) -> tuple[str, str]:
     """(the leading condition "if the retractor is part of a lap belt", the main clause), or ('', sentence)."""
-    found = _CONDITION_RE.match(sentence)
+    found = _CONDITION_RE.match(_PARAGRAPH_NUMBER_RE.sub("", sentence))
     if not found or re.search(r"\b(?:above|below|paragraphs?|annex)\b|\d", found.group("condition"), re.IGNORECASE):
         return "", sentence
     condition = found.group("condition")
@@ -56,8 +56,8 @@ def _condition(sentence: str) -> tuple[str, str]:
 
 def _subject(sentence: str) -> tuple[str, str] | None:
     """(subject, the clause from the subject on) of a requirement sentence, or None when its subject is not a clean noun phrase."""
-    body = _CONDITION_PREFIX_RE.sub("", sentence)
-    body = body[:1].upper() + body[1:]
+    raw = _CONDITION_PREFIX_RE.sub("", _PARAGRAPH_NUMBER_RE.sub("", sentence))
+    body = raw[:1].upper() + raw[1:]
     match = _SUBJECT_RE.match(_INNER_MODIFIER_RE.sub("", body))
     if not match or match.group("subject").split()[0].lower() in _NOT_SUBJECT_START:
         return None
@@ -69,7 +69,7 @@ def _subject(sentence: str) -> tuple[str, str] | None:
         return None  # "the threshold", "the load quoted above": which one only the chunk says
     if not _UNIT_VALUE_RE.search(body[match.end():]):
         return None  # the limit is a reference ("the limit indicated in paragraph 6.2.2.5"), not a value
-    return subject, body
+    return subject, raw  # the clause as the chunk writes it
 
 
 def _paragraph_number(markdown: str, sentence: str) -> str:
@@ -108,7 +108,7 @@ def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
         yield Candidate(question[:1].upper() + question[1:], sentence if condition else clause, "numeric", "text")
 
 
-_CONDITION_RE = re.compile(
+_TEST_CONDITION_RE = re.compile(
     r"\b(?:at|with|of)\s+an?\s+(?P<quantity>(?:impact\s+)?(?:speed|velocity|mass|angle|temperature|force|load|pressure|"
     r"height|rate|overlap|duration))\s+of\s+(?P<value>" + _NUMBER + r")",
     re.IGNORECASE,
@@ -122,7 +122,7 @@ def condition_candidates(view: ChunkView) -> Iterator[Candidate]:
     if view.language != "en" or not doc_phrase(view):
         return
     for sentence in sentences(view.markdown):
-        match = _CONDITION_RE.search(sentence)
+        match = _TEST_CONDITION_RE.search(sentence)
         if not match or _LIMIT_RE.search(sentence):
             continue
         found = _subject(sentence)

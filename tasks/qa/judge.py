@@ -202,6 +202,18 @@ def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settin
     return {p.qa_id: r for p, r in zip(pairs, ranks)}
 
 
+def offline_precision_short(provider: dict[str, str | None], settings: Settings) -> str:
+    """Why the offline critic may not auto-approve (its measured grouped-CV precision is under
+    ``qa.auto_approve_min_precision``), or '' when it may (or the critic is a model)."""
+    if provider.get("provider") != "heuristic" or not settings.qa.auto_approve_min_precision:
+        return ""
+    measured = float((POLICY.get("cv") or {}).get("precision") or 0.0)
+    if measured >= settings.qa.auto_approve_min_precision:
+        return ""
+    return (f"review: the offline critic's document-grouped CV precision is {measured:.2f}, under "
+            f"qa.auto_approve_min_precision {settings.qa.auto_approve_min_precision:.2f}")
+
+
 def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, str | None], failure: str | None,
             settings: Settings) -> QaPairRow:
     """The pair with the critic's columns, its ``low_quality`` flags and its status."""
@@ -221,6 +233,10 @@ def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, st
         update |= {f"critic_{c}": s for c, s in scores.scores().items()}
         update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
     approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
+    below = offline_precision_short(provider, settings)
+    if approved and below:
+        approved = False
+        update["critic_reasons"] = [*update.get("critic_reasons", []), below]
     status = pair.status if pair.review_decision else ("approved" if approved else "pending")
     return pair.model_copy(update=update | {"flags": flags, "flag_reasons": reasons, "status": status})
 

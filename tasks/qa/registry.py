@@ -57,13 +57,28 @@ def rule(name: str, kind: str, fires_on: str, criterion: str, caps: str = "") ->
     return wrap
 
 
+RULE_MODULES = ("tasks.qa.handles", "tasks.qa.gen_requirements", "tasks.qa.sections", "tasks.qa.critic_structure")
+"""The modules whose functions register rules when imported."""
+
+
+def load_all() -> dict[str, Rule]:
+    """Import every rule module, so that the registry holds every rule; returns the registry."""
+    import importlib
+
+    for module in RULE_MODULES:
+        importlib.import_module(module)
+    return RULES
+
+
 def rules_of(kind: str) -> list[Rule]:
-    """The registered rules of one kind, by name."""
+    """The registered rules of one kind, by name (every rule module loaded)."""
+    load_all()
     return sorted((r for r in RULES.values() if r.kind == kind), key=lambda r: r.name)
 
 
 def describe(name: str) -> str:
     """One line for a rule or flag name: what it fires on and its criterion ('' when unknown)."""
+    load_all()
     found = RULES.get(name) or RULES.get(f"flag.{name}")
     return f"{found.fires_on}: {found.criterion}" if found else ""
 
