@@ -26,7 +26,6 @@ version holds only the approved pairs, and the latest decision per pair).
 from __future__ import annotations
 
 import re
-
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path

@@ -24,7 +24,6 @@ reason) per failing criterion. Only usable pairs without any flag are auto-appro
 from __future__ import annotations
 
 import json
-
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
