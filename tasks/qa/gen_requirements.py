@@ -23,6 +23,7 @@ _LIMIT_RE = re.compile(
     r"\b(?:shall|must|should|will)\s+(?:not\s+)?(?:be\s+)?(?:exceed|(?:at\s+(?:least|most))|(?:not\s+)?(?:less|more|greater|lower|"
     r"higher)\s+than|no\s+(?:less|more|greater)\s+than|(?:a\s+)?(?:maximum|minimum)\s+of|between|within|below|above|"
     r"equal\s+to\s+or\s+(?:less|greater)\s+than)\b[^.;]*?\d"
+    r"|\b(?:shall|must)\b[^.;]{0,80}?\b(?:(?:less|more|greater|lower|higher)\s+than|(?:minimum|maximum)\b[^.;]{0,30}?)\s*\d"
     r"|[≤≥]\s?\d",
     re.IGNORECASE,
 )
@@ -109,8 +110,8 @@ def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
 
 
 _TEST_CONDITION_RE = re.compile(
-    r"\b(?:at|with|of)\s+an?\s+(?P<quantity>(?:impact\s+)?(?:speed|velocity|mass|angle|temperature|force|load|pressure|"
-    r"height|rate|overlap|duration))\s+of\s+(?P<value>" + _NUMBER + r")",
+    r"\ban?\s+(?P<quantity>(?:impact\s+)?(?:speed|velocity|mass|angle|temperature|force|load|pressure|"
+    r"height|rate|overlap|duration|distance|diameter))\s+of\s+(?P<value>" + _NUMBER + r")",
     re.IGNORECASE,
 )
 
