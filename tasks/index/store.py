@@ -15,7 +15,7 @@ cosine over every stored vector, read from LanceDB once per opened index into on
 (0.4 s for 100,000 chunks of 384 dims); LanceDB's own flat scan was measured 9-20x slower per query
 than that product on two cores, and its approximate indexes trade recall (IVF_HNSW_SQ: recall@10 0.89,
 5 minutes to build at 100,000) for speed, so neither is used. The ranking, BM25 and the fusion are
-``tasks/index/retrieval.py``'s, so the index ranks exactly like ``Retriever``.
+``ragprep/retrieval.py``'s, so the index ranks exactly like ``Retriever``.
 
 LanceDB is used embedded (a local folder): it opens no network connection and sends no telemetry
 (checked for lancedb 0.40: no analytics code in the package, no ``connect`` system call while
@@ -43,10 +43,10 @@ from pydantic import BaseModel
 from ragprep.engines.embedder import Embedder
 from ragprep.engines.embedders import EmbedderSpec
 from ragprep.errors import RagprepError
+from ragprep.retrieval import Bm25Ranker, Hit, Retriever, check_mode, embed_queries, ranked_hits, top_indices
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_bytes, exchange_paths
 from ragprep.tables import spec
-from tasks.index.retrieval import Bm25Ranker, Hit, Retriever, check_mode, embed_queries, ranked_hits, top_indices
 
 TABLE = "chunks"
 MANIFEST = "manifest.json"

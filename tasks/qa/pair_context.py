@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -24,3 +25,9 @@ class PairContext:
     """Flags already on the pair (``near_duplicate``, ``ambiguous_gold``, ...)."""
     answer_also_in: int = 0
     """How many other chunks have a pair with the same answer (normalised): boilerplate or ambiguity."""
+    title_repeats: Mapping[str, int] = field(default_factory=dict)
+    """Per normalised chunk title of the pair's document, how many of its chunks carry it (running heads repeat)."""
+    roundtrip_rank: int | None = None
+    """The rank of the pair's own chunk when the question is searched over the whole corpus (None: not run)."""
+    roundtrip_k: int = 0
+    """The own chunk must rank within this many (0: the round trip is not checked)."""

@@ -304,8 +304,8 @@ def build_items(
 
 
 def bm25_ranker(pool: Sequence[ChunkRow]) -> Callable[[str, list[ChunkRow]], list[str]]:
-    """Chunk ids of ``pool`` by BM25 over an answer (``tasks/index/retrieval.py``'s ranking), best first."""
-    from tasks.index.retrieval import Retriever
+    """Chunk ids of ``pool`` by BM25 over an answer (``ragprep/retrieval.py``'s ranking), best first."""
+    from ragprep.retrieval import Retriever
 
     retriever = Retriever([c.chunk_id for c in pool], [_chunk_text(c) for c in pool], None)
 

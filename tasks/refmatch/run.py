@@ -25,11 +25,11 @@ from ragprep.matching.matcher import MatchResult, match_sentences
 from ragprep.matching.scoring import BlendScorer, Candidate, SpanScorer
 from ragprep.matching.sentences import split_sentences
 from ragprep.report import Report
+from ragprep.retrieval import Hit
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from ragprep.tables import TableStore
 from schemas.refmatch import SegmentRow
-from tasks.index.retrieval import Hit
 from tasks.index.store import SearchHit
 from tasks.refmatch.ask import match_options
 from tasks.refmatch.scoring import build_scorer
