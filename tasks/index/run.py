@@ -72,7 +72,8 @@ class IndexReport(BaseModel):
         notes.append('Search it: ragprep search "question" --mode hybrid|dense|bm25')
         return Report(
             title="ragprep: search index", columns=["", "value"], rows=rows, notes=notes,
-            lead=[f"**Indexed {self.passages} passages of {self.chunks} chunks** of dataset version {self.version_id} ({self.variant}): "
+            lead=[f"**Indexed {self.passages} passages of {self.chunks} chunks** of dataset version {self.version_id} "
+                  f"({self.variant}): "
                   f"{self.embedded} passages embedded, {self.reused} reused from the cache."],
         )
 
@@ -187,14 +188,16 @@ def run_index(settings: Settings, version: str | None = None, variant: str | Non
     manifest = IndexManifest(
         version_id=found.version_id, variant=variant, text_column=TEXT_COLUMNS[variant][0], embedder=spec,
         embedder_name=embedder.name, dim=int(vectors.shape[1]) if len(indexed) else embedder.dim, chunks=len(texts),
-        passages=len(indexed), units=UNITS, embedded=embedder.counts.embedded, reused=embedder.counts.reused, text_fallbacks=fallbacks, tokenizer=TOKENIZER_ID,
+        passages=len(indexed), units=UNITS, embedded=embedder.counts.embedded, reused=embedder.counts.reused,
+        text_fallbacks=fallbacks, tokenizer=TOKENIZER_ID,
         bm25_vocabulary=0, created_at=datetime.now(UTC).isoformat(timespec="seconds"), ragprep_version=__version__,
         lancedb_version=lancedb.__version__, dataset_store=store.uri,
     )
     ranker = write_index(folder, metadata, vectors, manifest)
     return IndexReport(
         version_id=found.version_id, variant=variant, text_column=manifest.text_column, embedder=embedder.name,
-        dim=manifest.dim, chunks=len(texts), passages=len(indexed), embedded=manifest.embedded, reused=manifest.reused, text_fallbacks=fallbacks,
+        dim=manifest.dim, chunks=len(texts), passages=len(indexed), embedded=manifest.embedded, reused=manifest.reused,
+        text_fallbacks=fallbacks,
         bm25_vocabulary=ranker.vocabulary, path=str(folder), size_bytes=folder_bytes(folder),
         seconds=round(time.perf_counter() - started, 2), embed_seconds=round(embed_seconds, 2),
     )
