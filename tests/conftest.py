@@ -21,14 +21,23 @@ SAMPLE_DOCS = REPO / "sample_docs"
 CORPUS = REPO.parent / "shared" / "corpus"
 
 
-SLOW_FIXTURES = frozenset({"prefect_server"})
-"""A test that needs one of these (itself or through another fixture) is ``slow``: out of ``make test-fast``."""
+SLOW_FIXTURES = {
+    "prefect_server": "a Prefect API server (every test that runs a flow or the CLI against it)",
+    "version_root": "the sample_docs/ pipeline up to a published version and an evaluation (tests/downstream.py)",
+    "mm_root": "four documents ingested with OCR, through QA, judge, quotes and negatives (test_quotes.py)",
+    "real": "sample_docs/ and the whole corpus through headers and QA (test_qa_rules.py)",
+    "pool": "sample_docs/ and the whole corpus ingested for reference matching (test_refmatch.py)",
+    "evaluated": "the reference-matching evaluation: every sentence and chunk window of 50 items embedded (test_refmatch.py)",
+}
+"""Expensive set-ups: a test that needs one of these (itself or through another fixture) is ``slow``, so it runs in
+``make test`` and not in ``make test-fast``. Tests that are slow on their own carry ``@pytest.mark.slow``."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config, items) -> None:
-    """Mark ``slow`` every test that needs a Prefect server (the fast lane runs none)."""
+    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` (the fast lane runs none of them)."""
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 

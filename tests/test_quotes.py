@@ -95,6 +95,7 @@ def test_known_korean_table_is_an_image_quote_whose_ocr_has_its_cells(mm_root):
         assert quote.chunk_id and quote.layout_backend == "pymupdf-layout"
 
 
+@pytest.mark.slow  # OCR of a whole scanned document
 @needs_tesseract
 def test_a_scanned_pdf_gives_one_ocrd_image_quote_per_page(tmp_path):
     settings = Settings(root=tmp_path)
