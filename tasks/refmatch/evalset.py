@@ -286,7 +286,9 @@ def build_items(
         sentences = _compose(rng, sources, eligible, language, PARAPHRASE_SHARE)
         if rng.random() < DISTRACTOR_SHARE:
             sentences.insert(rng.randrange(0, len(sentences) + 1), EvalSentence(distractors[n % len(distractors)], None, "distractor"))
-        elif rng.random() < ALTERED_SHARE:  # a source sentence whose figure was changed: no chunk states it now
+        elif rng.random() < ALTERED_SHARE and sum(1 for s in sentences if s.source) > 1:
+            # a source sentence whose figure was changed: no chunk states it now; only where another sourced sentence
+            # remains, so every item keeps at least one sentence some chunk supports
             at = next((i for i, s in enumerate(sentences) if s.source and alter_figure(s.text, figures)), None)
             if at is not None:
                 sentences[at] = EvalSentence(alter_figure(sentences[at].text, figures) or "", None, "altered_figure")
