@@ -323,6 +323,7 @@ def indexed(tmp_path_factory, ingest_copy):
     return root
 
 
+@pytest.mark.slow  # a version built and indexed, then ask
 def test_ask_answers_extractively_and_cites_the_table_row(indexed):
     from tasks.refmatch.ask import ask
 
