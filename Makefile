@@ -53,6 +53,7 @@ bench: $(VENV)/.installed system-deps
 	$(PY) bench/index.py
 	$(PY) bench/refmatch.py
 	$(PY) bench/pipeline.py
+	$(PY) bench/fidelity.py
 
 ## Regenerate the committed sample documents (deterministic bytes).
 sample-docs: $(VENV)/.installed

@@ -134,11 +134,11 @@ def _baseline(path: Path, fmt: str, want_text: bool) -> Outcome:
 
 
 def _ragprep(path: Path, fmt: str, want_text: bool, ocr: bool) -> Outcome:
+    from ragprep.engines.ocr import make_ocr_engine
     from ragprep.settings import Settings
     from ragprep.storage import Layout
     from tasks.ingest.chunking import build_chunks
     from tasks.ingest.extract import ExtractContext, extract
-    from tasks.ingest.run import make_ocr_engine
 
     # A fresh, empty root per run: no stored images and no OCR cache carried over.
     with tempfile.TemporaryDirectory(prefix="ragprep-bench-") as tmp:

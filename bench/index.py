@@ -217,7 +217,7 @@ def bench_latency(args, sources, log) -> dict:
     import numpy as np
 
     from ragprep.text import tokens
-    from tasks.index.retrieval import ranked_hits, top_indices
+    from ragprep.retrieval import ranked_hits, top_indices
     from tasks.index.store import SearchIndex, folder_bytes
 
     dim, k = 384, args.k

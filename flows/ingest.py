@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Literal
 
 from prefect import flow
 from prefect.futures import as_completed
@@ -121,10 +122,12 @@ def documents_flow(name: str):
 # A list default is deliberate in the flows below: the Prefect UI shows it in the run form.
 @documents_flow("ingest")
 def ingest_flow(
-    paths: list[str] = ["sample_docs"], root: str | None = None, workers: Workers = None, ocr: bool | None = None
+    paths: list[str] = ["sample_docs"], root: str | None = None, workers: Workers = None, ocr: bool | None = None,
+    task_runner: Literal["threads", "dask"] | None = None, dask_address: str | None = None,
 ) -> IngestSummary:
     """Extract slide decks and PDFs into elements and Markdown chunks (one slide or chapter per chunk).
 
-    Ends Failed, after publishing its summary, when no document is found or every document failed."""
-    with building("ingest", root, workers, ocr) as settings:
+    Ends Failed, after publishing its summary, when no document is found or every document failed.
+    ``task_runner`` / ``dask_address``: where per-document work runs (default: settings.task_runner, dask_address)."""
+    with building("ingest", root, workers, ocr, task_runner=task_runner, dask_address=dask_address) as settings:
         return ingest_documents(paths, settings)

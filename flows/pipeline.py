@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Literal
 
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel
@@ -23,8 +24,8 @@ from flows.runtime import Workers, building
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from ragprep.tables import TableStore
-from tasks.dataset.versions import BuildResult
 from tasks.stage import StageReport
+from tasks.wrappers import BuildResult
 
 
 class PipelineSummary(BaseModel):
@@ -87,8 +88,11 @@ def run_all(paths: list[str], settings: Settings) -> PipelineSummary:
 
 @documents_flow("ragprep-run")
 def pipeline_flow(
-    paths: list[str] = ["sample_docs"], root: str | None = None, workers: Workers = None, ocr: bool | None = None
+    paths: list[str] = ["sample_docs"], root: str | None = None, workers: Workers = None, ocr: bool | None = None,
+    task_runner: Literal["threads", "dask"] | None = None, dask_address: str | None = None,
 ) -> PipelineSummary:
-    """Run every stage: ingest, describe, correct, headers, qa, judge (with the review report), quotes, negatives, dataset."""
-    with building("ragprep-run", root, workers, ocr) as settings:
+    """Run every stage: ingest, describe, correct, headers, qa, judge (with the review report), quotes, negatives, dataset.
+
+    ``task_runner`` / ``dask_address``: where per-document work runs (default: settings.task_runner, dask_address)."""
+    with building("ragprep-run", root, workers, ocr, task_runner=task_runner, dask_address=dask_address) as settings:
         return run_all(paths, settings)

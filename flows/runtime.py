@@ -50,21 +50,23 @@ def refuse_checkout_root(root: Path) -> None:
             )
 
 
-def deployment_settings(root: str | None = None, workers: int | None = None, ocr: bool | None = None) -> Settings:
+def deployment_settings(root: str | None = None, workers: int | None = None, ocr: bool | None = None, **overrides: object) -> Settings:
     """Settings of a flow that writes under the root but not the working tables (index, evaluate, train, refmatch).
 
     An empty ``root`` (a deployment made while ``RAGPREP_ROOT`` was unset) means the worker's RAGPREP_ROOT.
     """
-    settings = build_settings(root or None, workers, ocr)
+    settings = build_settings(root or None, workers, ocr, **overrides)
     refuse_checkout_root(settings.root)
     return settings
 
 
 @contextmanager
-def building(flow: str, root: str | None = None, workers: int | None = None, ocr: bool | None = None) -> Iterator[Settings]:
+def building(flow: str, root: str | None = None, workers: int | None = None, ocr: bool | None = None,
+             **overrides: object) -> Iterator[Settings]:
     """The settings of a flow that writes the working tables, with the root checked and its build lock held;
-    what killed runs left under the root (``ragprep.storage.sweep_leftovers``) is removed first."""
-    settings = deployment_settings(root, workers, ocr)
+    what killed runs left under the root (``ragprep.storage.sweep_leftovers``) is removed first. ``overrides``
+    are further run options (``task_runner``, ``dask_address``); None leaves the environment's value."""
+    settings = deployment_settings(root, workers, ocr, **overrides)
     with build_lock(settings.root, flow):
         sweep_leftovers(settings.root)  # with the lock held, any staging folder or temporary file is a killed run's
         yield settings

@@ -177,7 +177,9 @@ def running_service() -> dict | None:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return state if state.get("api_url") and healthy(state["api_url"]) else None
+    if not isinstance(state, dict) or not isinstance(state.get("api_url"), str):  # a garbled file: no service
+        return None
+    return state if state["api_url"] and healthy(state["api_url"]) else None
 
 
 def use_prefect_api() -> str:
@@ -214,7 +216,7 @@ class Service:
         self.root = Path(root).resolve()
         self.server = ApiServer(port, ui=True)
         self.api_url = api_url or self.server.api_url
-        self.web = WebRoot(self.root, "127.0.0.1", web_port or 0)
+        self.web = WebRoot(self.root, "127.0.0.1", web_port or 0, public_url=os.environ.get("RAGPREP_PUBLIC_URL"))
         self.deployments = deployments
         self.worker: subprocess.Popen | None = None
         self._stopped = threading.Event()

@@ -10,9 +10,8 @@ from flows.artifacts import publish_markdown
 from flows.runtime import deployment_settings
 from ragprep.report import Report
 from ragprep.settings import Settings
-from tasks.export.training import TrainingExport
 from tasks.train.run import TrainReport
-from tasks.wrappers import export_training_task, train_task
+from tasks.wrappers import TrainingExport, export_training_task, train_task
 
 
 def export_report(result: TrainingExport) -> Report:

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ragprep.errors import RagprepError
+from ragprep.storage import check_root
 
 LOCK_NAME = ".build.lock"
 
@@ -57,6 +58,7 @@ def build_lock(root: Path, flow: str) -> Iterator[Path]:
             _held[path] += 1
             acquired = None
         else:
+            check_root(path.parent, write=True)  # a file or a read-only disk: one line, not a traceback
             path.parent.mkdir(parents=True, exist_ok=True)
             acquired = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
             try:

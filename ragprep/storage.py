@@ -25,6 +25,7 @@ removed by :func:`sweep_leftovers`; the dataset store sweeps its own ``.staging-
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
@@ -93,6 +94,52 @@ def disk_full_names(path: Path | str) -> Iterator[None]:
         if not is_disk_full(exc):
             raise
         raise DiskFullError(path, errno.EDQUOT if exc.errno == errno.EDQUOT else errno.ENOSPC) from exc
+
+
+RENAME_EXCHANGE = 2
+"""``renameat2`` flag: swap two paths atomically (Linux >= 3.15, glibc >= 2.28)."""
+
+
+def exchange_paths(first: Path, second: Path) -> bool:
+    """Swap two existing paths (folders included) in one atomic step, so a reader or a kill at any moment sees one
+    or the other; False where the system cannot (then nothing changed, and the caller falls back to renames)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd = -100
+    return renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), RENAME_EXCHANGE) == 0
+
+
+class RootUnusableError(RagprepError):
+    """The root is a file, or cannot be written (read-only file system, no permission)."""
+
+
+_ROOT_FIX = "point --root (RAGPREP_ROOT) at a folder you can write"
+
+
+def check_root(root: Path, write: bool) -> None:
+    """Raise :class:`RootUnusableError` (one line naming the root and the fix) when ``root`` exists but is not a
+    folder, or, with ``write``, when it (or, not yet made, the folder it would be made in) is on a read-only
+    file system or not writable by this user."""
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise RootUnusableError(f"root {root} is a file, not a folder; {_ROOT_FIX}")
+    if not write:
+        return
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RootUnusableError(f"root {root} cannot be made: {existing} is a file, not a folder; {_ROOT_FIX}")
+    try:
+        read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only:
+        raise RootUnusableError(f"root {root} is on a read-only file system ({existing}); {_ROOT_FIX}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RootUnusableError(f"root {root} is not writable by this user ({existing}); {_ROOT_FIX}")
 
 
 def _temporary_beside(path: Path) -> str:

@@ -23,7 +23,9 @@ from schemas import read_rows, rows_to_table
 from schemas.chunks import CHUNKS_SCHEMA, ChunkRow
 from schemas.documents import DOCUMENTS_SCHEMA, DocumentRow
 from schemas.elements import ELEMENTS_SCHEMA, ElementRow
+from schemas.evaluations import EVALUATION_QUESTIONS_SCHEMA, EVALUATIONS_SCHEMA, EvaluationQuestionRow, EvaluationRow
 from schemas.headers import HEADERS_SCHEMA, HeaderRow
+from schemas.index_entries import INDEX_ENTRIES_SCHEMA, IndexEntryRow
 from schemas.mm_items import MM_ITEMS_SCHEMA, MmItemRow
 from schemas.qa_pairs import (
     QA_FAILURES_SCHEMA,
@@ -32,6 +34,7 @@ from schemas.qa_pairs import (
     QaPairRow,
 )
 from schemas.quotes import QUOTES_SCHEMA, QuoteRow
+from schemas.refmatch import SEGMENTS_SCHEMA, SegmentRow
 from schemas.review import HEADER_REVIEW_SCHEMA, REVIEW_SCHEMA, HeaderReviewRow, ReviewRow
 from schemas.runs import RUNS_SCHEMA, RunRow
 
@@ -58,7 +61,12 @@ class TableSpec:
     versioned: bool = True
     queryable: bool = True
     has_suite: bool = False
+    downstream: bool = False
+    """Written by a stage after the dataset (evaluate, refmatch, index) under that stage's own folder, at a path
+    the stage names (:meth:`TableStore.write_at`); never versioned or queried as a working table."""
 
+
+_DOWNSTREAM = {"versioned": False, "queryable": False, "downstream": True}
 
 REGISTRY: dict[str, TableSpec] = {
     spec.name: spec
@@ -74,6 +82,11 @@ REGISTRY: dict[str, TableSpec] = {
         TableSpec("review", ReviewRow, REVIEW_SCHEMA, "qa_id", queryable=False),
         TableSpec("header_review", HeaderReviewRow, HEADER_REVIEW_SCHEMA, "doc_id", versioned=False, queryable=False),
         TableSpec("runs", RunRow, RUNS_SCHEMA, "run_id", versioned=False),
+        # downstream tables: written under their stage's folder (index/, evaluations/, refmatch/), not versioned
+        TableSpec("index_entries", IndexEntryRow, INDEX_ENTRIES_SCHEMA, "chunk_id", **_DOWNSTREAM),
+        TableSpec("evaluations", EvaluationRow, EVALUATIONS_SCHEMA, "eval_id", **_DOWNSTREAM),
+        TableSpec("evaluation_questions", EvaluationQuestionRow, EVALUATION_QUESTIONS_SCHEMA, "qa_id", **_DOWNSTREAM),
+        TableSpec("refmatch_segments", SegmentRow, SEGMENTS_SCHEMA, "item_id", **_DOWNSTREAM),
     )
 }
 """Every table, in the order versions and reports list them."""
@@ -128,6 +141,14 @@ class TableStore:
     def write_arrow(self, name: str, table: pa.Table) -> None:
         """Replace a table with an Arrow table (already in its schema)."""
         atomic_write_parquet(table, self.path(name))
+
+    @staticmethod
+    def write_at(name: str, rows: pa.Table | Iterable[BaseModel], path: Path) -> None:
+        """Write a downstream table (evaluations, refmatch segments) at ``path``, atomically, in its declared schema."""
+        table = spec(name)
+        if not table.downstream:
+            raise ValueError(f"{name} is a working table: write it with write()")
+        atomic_write_parquet(rows if isinstance(rows, pa.Table) else rows_to_table(rows, table.schema), path)
 
     def write_set(self, tables: Mapping[str, pa.Table | Iterable[BaseModel]]) -> None:
         """Replace several tables as a set (``{name: rows or Arrow table}``): every table is written to a

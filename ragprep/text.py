@@ -31,3 +31,11 @@ def tokens(text: str) -> list[str]:
                     out.append(word[: -len(particle)])
                     break
     return out
+
+
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def numbers_in(text: str) -> set[str]:
+    """Numbers as written, thousands separators ignored ("1,000" == "1000")."""
+    return {m.group().replace(",", "") for m in _NUMBER_RE.finditer(text)}

@@ -36,3 +36,24 @@ def count_tokens(text: str) -> int:
         else:
             total += 1
     return total
+
+
+def cut_to_tokens(text: str, budget: int) -> str:
+    """The longest prefix of ``text`` holding at most ``budget`` tokens by the module's rule (one pass, no copies
+    of the rest): a run that would cross the budget is left out whole."""
+    total = 0
+    for match in _TOKEN_RE.finditer(text):
+        kind = match.lastgroup
+        length = match.end() - match.start()
+        if kind == "latin":
+            cost = math.ceil(length / 4)
+        elif kind == "digits":
+            cost = math.ceil(length / 3)
+        elif kind == "cjk":
+            cost = math.ceil(length / 2)
+        else:
+            cost = 1
+        if total + cost > budget:
+            return text[: match.start()].rstrip()
+        total += cost
+    return text

@@ -1,13 +1,21 @@
 """A read-only HTTP view of a root's reports (``ragprep serve``): review reports, quality pages, exports.
 
-Only GET and HEAD; only files under the served folders of the root; no dot-files or dot-folders
-(``.staging-*``, the build lock); a path that leaves the root, directly or through a symlink, is a 404.
-Artifact links point here when ``RAGPREP_PUBLIC_URL`` names this server.
+Only GET and HEAD; only files whose real path (symlinks resolved) lies in a served folder of the root;
+no dot-files or dot-folders (``.staging-*``, the build lock), neither served nor listed; a path that leaves
+the served folders, directly or through a symlink (one to ``tables/`` inside the root too), is a 404.
+Everything written into a page is HTML-escaped. Requests whose ``Host`` is not one of the server's names
+(its bind address, ``localhost``, loopback, and the host of ``RAGPREP_PUBLIC_URL``) are refused (421):
+a DNS-rebinding page in a browser cannot read the reports. Artifact links point here when
+``RAGPREP_PUBLIC_URL`` names this server.
 """
 
 from __future__ import annotations
 
+import html
+import io
+import os
 import threading
+from collections.abc import Iterable
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,8 +38,18 @@ def public_link(path: str | Path, root: Path, public_url: str | None) -> str | N
     return public_url.rstrip("/") + "/" + quote(rel.as_posix())
 
 
+def _served_real_path(base: Path, target: Path) -> bool:
+    """True when ``target``'s real path (every symlink resolved) is in a served folder of ``base``, dot-free."""
+    try:
+        rel = target.resolve(strict=True).relative_to(base)
+    except (ValueError, OSError):
+        return False
+    return bool(rel.parts) and rel.parts[0] in SERVED_FOLDERS and not any(p.startswith(".") for p in rel.parts)
+
+
 def servable(root: Path, url_path: str) -> Path | None:
-    """The file or folder a URL path names under ``root``, or None when it is outside what is served."""
+    """The file or folder a URL path names under ``root``, or None when it is outside what is served: the
+    path as asked and its real path (symlinks resolved) must both lie in a served folder, without dot parts."""
     parts = [p for p in unquote(urlsplit(url_path).path).split("/") if p]
     if not parts:
         return root
@@ -39,21 +57,37 @@ def servable(root: Path, url_path: str) -> Path | None:
         return None
     base = root.resolve()
     target = base.joinpath(*parts)
-    try:
-        target.resolve(strict=True).relative_to(base)  # symlinks too: the real path must stay inside
-    except (ValueError, OSError):
-        return None
-    return target
+    return target if _served_real_path(base, target) else None
+
+
+def host_names(bind: str, public_url: str | None = None, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The ``Host`` names the web root answers to: its bind address, loopback names, the public URL's host."""
+    names = {bind.lower(), "localhost", "127.0.0.1", "::1", *(n.lower() for n in extra)}
+    if public_url and (public := urlsplit(public_url).hostname):
+        names.add(public.lower())
+    return frozenset(names)
+
+
+def host_allowed(header: str | None, names: frozenset[str]) -> bool:
+    """True when a request's ``Host`` header (port ignored) names this server."""
+    if not header:
+        return False
+    hostname = urlsplit(f"//{header.strip()}").hostname
+    return bool(hostname) and hostname.lower() in names
 
 
 class _Handler(SimpleHTTPRequestHandler):
     """SimpleHTTPRequestHandler confined to :func:`servable` paths; quiet logs."""
 
-    def __init__(self, *args, root: Path, **kwargs) -> None:
+    def __init__(self, *args, root: Path, names: frozenset[str], **kwargs) -> None:
         self.root = root
+        self.names = names
         super().__init__(*args, directory=str(root), **kwargs)
 
     def send_head(self):  # noqa: D102 - the stdlib hook
+        if not host_allowed(self.headers.get("Host"), self.names):
+            self.send_error(421, "unknown Host")
+            return None
         if servable(self.root, self.path) is None:
             self.send_error(404, "not served")
             return None
@@ -61,16 +95,35 @@ class _Handler(SimpleHTTPRequestHandler):
             return self._index()
         return super().send_head()
 
-    def _index(self):
-        items = "".join(f'<li><a href="/{name}/">{name}/</a></li>' for name in SERVED_FOLDERS if (self.root / name).is_dir())
-        body = f"<!doctype html><title>ragprep {self.root}</title><h1>ragprep: {self.root}</h1><ul>{items}</ul>".encode()
+    def _page(self, title: str, links: list[tuple[str, str]]):
+        items = "".join(f'<li><a href="{html.escape(quote(href))}">{html.escape(text)}</a></li>' for href, text in links)
+        body = (f"<!doctype html><meta charset=utf-8><title>ragprep {html.escape(title)}</title>"
+                f"<h1>ragprep: {html.escape(title)}</h1><ul>{items}</ul>").encode("utf-8", "surrogateescape")
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        from io import BytesIO
+        return io.BytesIO(body)
 
-        return BytesIO(body)
+    def _index(self):
+        return self._page(str(self.root), [(f"/{name}/", f"{name}/") for name in SERVED_FOLDERS if (self.root / name).is_dir()])
+
+    def list_directory(self, path):  # noqa: D102 - the stdlib hook: only servable, dot-free entries, escaped
+        folder = Path(path)
+        base = self.root.resolve()
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            self.send_error(404, "not served")
+            return None
+        links = []
+        for name in names:
+            entry = folder / name
+            if name.startswith(".") or not _served_real_path(base, entry):
+                continue
+            suffix = "/" if entry.is_dir() else ""
+            links.append((name + suffix, name + suffix))
+        return self._page(unquote(urlsplit(self.path).path), links)
 
     def log_message(self, format, *args) -> None:  # noqa: A002, D102 - the stdlib hook
         pass
@@ -79,9 +132,10 @@ class _Handler(SimpleHTTPRequestHandler):
 class WebRoot:
     """The read-only web root of ``root`` on ``host:port`` (port 0: a free one), served from a thread."""
 
-    def __init__(self, root: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, root: Path, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None) -> None:
         self.root = Path(root).resolve()
-        self.httpd = ThreadingHTTPServer((host, port), partial(_Handler, root=self.root))
+        self.names = host_names(host, public_url)
+        self.httpd = ThreadingHTTPServer((host, port), partial(_Handler, root=self.root, names=self.names))
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="ragprep-webroot", daemon=True)
 
     @property

@@ -45,5 +45,11 @@ class ChunkRow(BaseModel):
     correct_model: str | None = None
     correct_prompt: str | None = None
 
+    @property
+    def qa_text(self) -> str:
+        """The text QA generation, flags, the judge and the headers stage read: the corrected Markdown
+        (``markdown_v0``), else the extracted ``markdown``."""
+        return self.markdown_v0 or self.markdown
+
 
 CHUNKS_SCHEMA = arrow_schema(ChunkRow)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from schemas import arrow_schema
 
 ElementKind = Literal["title", "text", "table", "chart", "picture", "smartart", "notes", "ocr_page"]
+TextSource = Literal["text", "repaired", "ocr"]
 OcrStatus = Literal["not_needed", "ok", "no_text", "unavailable", "disabled", "error"]
 
 
@@ -28,6 +29,11 @@ class ElementRow(BaseModel):
     image_height: int | None = None
     ocr_text: str | None = None
     ocr_status: OcrStatus = "not_needed"
+    text_source: TextSource | None = Field(
+        None,
+        description="Where a PDF element's text comes from: text (the text layer), repaired (word spaces re-read from "
+        "glyph positions; meta text_source_reason says why), ocr (the page OCRed). None for other formats and pictures.",
+    )
     extractor: str = Field(description="What produced the row: python-pptx, chart-xml, pymupdf, tesseract, ...")
     meta: str | None = Field(None, description="Small JSON with kind-specific facts (table shape, chart type, heading level).")
     vlm_text: str | None = Field(None, description="Description of a picture, chart or table (the MMDocRAG vlm_text).")

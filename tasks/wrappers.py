@@ -15,6 +15,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from ragprep import progress
+from ragprep.engines.ocr import make_ocr_engine
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
 from ragprep.storage import Layout
@@ -23,8 +24,10 @@ from schemas.runs import RunRow
 from tasks.dataset.quality import GateResult
 from tasks.dataset.versions import BuildResult, build_version, quality_gate
 from tasks.enrich.run import run_correct, run_describe, run_headers
-from tasks.evaluate.retrieval import EvalOptions, EvaluationSummary, run_compare, run_evaluate
+from tasks.evaluate.retrieval import EvalOptions
 from tasks.evaluate.retrieval_report import Comparison
+from tasks.evaluate.run import run_compare, run_evaluate
+from tasks.evaluate.summary import EvaluationSummary
 from tasks.export.training import TrainingExport, export_training
 from tasks.index.run import IndexReport, run_index
 from tasks.ingest.run import (
@@ -33,7 +36,6 @@ from tasks.ingest.run import (
     assemble_tables,
     discover,
     ingest_document,
-    make_ocr_engine,
 )
 from tasks.mmdoc.run import NegativesReport, PoolFactory, QuotesReport, run_negatives, run_quotes
 from tasks.qa.review_report import write_review_report

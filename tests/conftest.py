@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from ragprep.engines.ocr import make_ocr_engine
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.ingest.chunking import build_chunks
 from tasks.ingest.extract import ExtractContext, extract
-from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
+from tasks.ingest.run import assemble_tables, discover, ingest_document
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DOCS = REPO / "sample_docs"

@@ -19,7 +19,8 @@ import numpy as np
 from ragprep.settings import Settings
 from tasks.dataset.versions import build_version
 from tasks.enrich.run import run_correct, run_headers
-from tasks.evaluate.retrieval import EvalOptions, run_evaluate
+from tasks.evaluate.retrieval import EvalOptions
+from tasks.evaluate.run import run_evaluate
 from tasks.mmdoc.run import run_negatives, run_quotes
 from tasks.qa import run as qa_run
 from tests.conftest import SAMPLE_DOCS, ingest_into

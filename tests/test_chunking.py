@@ -9,7 +9,6 @@ from ragprep.tokens import count_tokens
 from schemas.elements import ElementRow
 from tasks.ingest.chunking import (
     build_chunks,
-    heading_chapters,
     select_outline_chapters,
     split_sentences,
 )
@@ -51,7 +50,8 @@ def test_long_chapter_prefers_subheadings(tmp_path):
     settings = Settings(root=tmp_path, chunking={"max_tokens": 260})
     chunks = build_chunks("d", "x.pdf", "pdf", elements, [OutlineEntry(1, "Chapter", 1, 30.0)], 3, settings)
     titles = [c.title for c in chunks]
-    assert titles == ["Chapter", "Chapter / Section Beta", "Chapter / Section Gamma"]
+    # each part is titled by the section it lies in (the first no longer by the chapter alone)
+    assert titles == ["Chapter / Section Alpha", "Chapter / Section Beta", "Chapter / Section Gamma"]
     assert chunks[1].heading_path == ["Chapter", "Section Beta"]
 
 
@@ -69,14 +69,15 @@ def test_outline_entries_outside_the_document_are_ignored():
     assert [c.title for c in select_outline_chapters(outline, 10, 0.6, 10)] == ["One", "Two"]
 
 
-def test_heading_chapters_without_outline_merge_multiline_titles():
+def test_heading_chapters_without_outline_merge_multiline_titles(tmp_path):
     elements = [
         el(1, 0, "title", "Climate Act", 40, 1), el(1, 1, "title", "Amendment Review", 60, 1), el(1, 2, "text", "Body one.", 100),
         el(3, 0, "title", "Findings", 40, 1), el(3, 1, "text", "Body two.", 100),
     ]
-    starts = heading_chapters(elements)
-    assert [s.title for s in starts] == ["Climate Act Amendment Review", "Findings"]
-    assert [s.page for s in starts] == [1, 3]
+    chunks = build_chunks("d", "x.pdf", "pdf", elements, [], 3, Settings(root=tmp_path))
+    assert [c.title for c in chunks] == ["Climate Act Amendment Review", "Findings"]
+    assert [c.page_start for c in chunks] == [1, 3]
+    assert chunks[0].markdown == "# Climate Act Amendment Review\n\nBody one."
 
 
 def test_page_windows_as_last_resort(tmp_path):

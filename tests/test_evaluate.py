@@ -20,8 +20,10 @@ from tasks.evaluate.ranking import (
     reciprocal_rank_at,
     success_at,
 )
-from tasks.evaluate.retrieval import EvalOptions, Variant, _rerank, leak_flags, run_compare, run_evaluate
+from tasks.evaluate.retrieval import EvalOptions, _rerank, leak_flags
 from tasks.evaluate.retrieval_report import evaluation_markdown, reference_variant
+from tasks.evaluate.run import run_compare, run_evaluate
+from tasks.evaluate.summary import Variant
 from tests.downstream import private_copy, sample_version, use_hashing_embedder
 
 

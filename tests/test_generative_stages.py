@@ -11,7 +11,8 @@ import pytest
 
 from ragprep.settings import Settings
 from ragprep.tables import MissingTablesError
-from tasks.enrich.correct import invented_numbers, numbers_in
+from ragprep.text import numbers_in
+from tasks.enrich.correct import invented_numbers
 from tasks.enrich.run import run_correct, run_describe, run_headers
 from tasks.ingest.run import assemble_tables, discover, ingest_document
 from tests.conftest import SAMPLE_DOCS, copy_root

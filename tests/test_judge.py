@@ -19,7 +19,8 @@ from schemas.qa_pairs import FLAG_CODES, LOW_QUALITY_FLAGS, QA_PAIRS_SCHEMA
 from tasks.dataset.versions import build_version, quality_gate
 from tasks.enrich.run import run_correct, run_describe, run_headers
 from tasks.qa.flags import language_of
-from tasks.qa.judge import CRITERIA, JUDGE_FAILED, CriticScores, PairContext, score_offline
+from tasks.qa.judge import CRITERIA, JUDGE_FAILED, CriticScores, score_offline
+from tasks.qa.pair_context import PairContext
 from tasks.qa.review import apply_decisions_file
 from tasks.qa.run import run_judge, run_qa
 from tests.conftest import SAMPLE_DOCS, copy_root

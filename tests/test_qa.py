@@ -10,10 +10,11 @@ from datetime import datetime, timezone
 import pyarrow.parquet as pq
 import pytest
 
+from ragprep.engines.ocr import make_ocr_engine
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.enrich.run import run_correct, run_describe, run_headers
-from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
+from tasks.ingest.run import assemble_tables, discover, ingest_document
 from tasks.qa.flags import duplicate_flags, pair_flags
 from tasks.qa.review import ReviewFileError, apply_decisions_file, load_decisions
 from tasks.qa.run import run_judge, run_qa

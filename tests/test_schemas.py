@@ -26,7 +26,9 @@ from schemas import ArrowType, arrow_schema, read_rows, rows_to_table, table_to_
 from schemas.chunks import ChunkRow
 from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
+from schemas.evaluations import EVALUATIONS_SCHEMA, METRIC_COLUMNS, EvaluationQuestionRow, EvaluationRow
 from schemas.headers import HeaderRow
+from schemas.index_entries import IndexEntryRow
 from schemas.mm_items import MmItemRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
 from schemas.quotes import QuoteRow
@@ -50,6 +52,9 @@ ROW_MODELS: dict[str, type[BaseModel]] = {
     "HEADER_REVIEW_SCHEMA": HeaderReviewRow,
     "RUNS_SCHEMA": RunRow,
     "SEGMENTS_SCHEMA": SegmentRow,
+    "EVALUATIONS_SCHEMA": EvaluationRow,
+    "EVALUATION_QUESTIONS_SCHEMA": EvaluationQuestionRow,
+    "INDEX_ENTRIES_SCHEMA": IndexEntryRow,
 }
 
 # One fully populated row per table (tests/schema_rows.json), keyed the same way. Some values are
@@ -250,3 +255,29 @@ def test_unsupported_types_are_refused():
         arrow_schema(Bad)
     with pytest.raises(TypeError, match="Mixed.either"):
         arrow_schema(Mixed)
+
+
+def test_the_evaluation_table_has_a_column_per_metric():
+    from tasks.evaluate.ranking import METRICS
+
+    assert tuple(METRIC_COLUMNS) == tuple(METRICS)
+    assert [f for f in EvaluationRow.model_fields if f in METRICS] == list(METRICS)
+
+
+def test_downstream_tables_are_in_the_registry_and_never_versioned_or_queried():
+    from ragprep.tables import QUERYABLE_TABLES, REGISTRY, VERSIONED_TABLES
+
+    downstream = {name for name, table in REGISTRY.items() if table.downstream}
+    assert downstream == {"index_entries", "evaluations", "evaluation_questions", "refmatch_segments"}
+    assert not downstream & (set(VERSIONED_TABLES) | set(QUERYABLE_TABLES))
+
+
+def test_a_downstream_table_is_written_at_its_path_in_its_schema(tmp_path):
+    from ragprep.tables import TableStore
+
+    row = FULL_ROWS["EVALUATIONS_SCHEMA"]
+    TableStore.write_at("evaluations", [row], tmp_path / "e1.parquet")
+    table = pq.read_table(tmp_path / "e1.parquet")
+    assert table.schema.equals(EVALUATIONS_SCHEMA) and table.to_pylist() == [row.model_dump()]
+    with pytest.raises(ValueError, match="working table"):
+        TableStore.write_at("chunks", [], tmp_path / "chunks.parquet")

@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
+from ragprep.engines.query_memo import QueryMemo
 from ragprep.storage import Layout
 from tasks.train.adapter import (
     AdaptedEmbedder,
     AdapterConfig,
-    QueryMemo,
     RankingSet,
     TrainingPairs,
     apply_adapter,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from ragprep.engines.embedder import (
 )
 from ragprep.engines.guard import check_endpoint, host_of
 from ragprep.errors import RagprepError
+from ragprep.offline import use_local_models_only
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 
@@ -126,8 +126,7 @@ class SentenceTransformerEmbedder:
                 f"index.model_path {model_path} is not a local model folder; copy the model onto the premises "
                 "(weights are never downloaded from a hub)"
             )
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder needs no hub; never try one
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        use_local_models_only()  # a local folder needs no hub; never try one
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:

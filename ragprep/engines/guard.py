@@ -1,4 +1,10 @@
-"""Privacy guard: document text may only go to loopback or to hosts the operator allowed."""
+"""Privacy guard: document text may only go to loopback or to hosts the operator allowed.
+
+Loopback is decided on the endpoint as written, never by resolving it: ``localhost`` and literal loopback
+addresses (``127.0.0.0/8``, ``::1``, ``::ffff:127.x.x.x``) only. A name such as ``probe.localhost`` is not
+trusted (a resolver may send it anywhere and asking one is itself a DNS query that leaves the machine): it
+is refused like any other host unless it is listed in ``llm.allowed_hosts``.
+"""
 
 from __future__ import annotations
 
@@ -21,13 +27,15 @@ def host_of(url: str) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    """True for localhost, a ``*.localhost`` name, or a loopback IP address."""
-    if host == "localhost" or host.endswith(".localhost"):
+    """True for ``localhost`` or a literal loopback IP address (IPv4-mapped included); nothing is resolved."""
+    if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host.split("%")[0])
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or bool(mapped and mapped.is_loopback)
 
 
 def check_endpoint(url: str, allowed_hosts: list[str], provider: str) -> str:

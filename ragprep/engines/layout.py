@@ -63,8 +63,9 @@ class LayoutBackend(Protocol):
     def check(self) -> None:
         """Raise ``LayoutBackendUnavailable`` when the backend cannot run here."""
 
-    def pages(self, path: Path) -> Iterator[PageLayout]:
-        """The regions of every page of one PDF, in reading order."""
+    def pages(self, path: Path, skip: frozenset[int] = frozenset()) -> Iterator[PageLayout]:
+        """The regions of every page of one PDF, in reading order; the 0-based pages in ``skip`` (over a memory
+        limit) are never read and come back without regions."""
 
 
 PYMUPDF_CLASSES = {
@@ -157,14 +158,19 @@ class PyMuPdfLayoutBackend:
             regions.append(Region((0.0, 0.0, *size), "figure", _words_text(words)))
         return PageLayout(page.number, size, _merge_lists(regions))
 
-    def pages(self, path: Path) -> Iterator[PageLayout]:
-        """The layout of every page of one PDF, in page order; raise when the backend cannot run."""
+    def pages(self, path: Path, skip: frozenset[int] = frozenset()) -> Iterator[PageLayout]:
+        """The layout of every page of one PDF, in page order (pages in ``skip`` unread, without regions); raise
+        when the backend cannot run."""
         self.check()
         with PDF_LOCK:
             doc = pymupdf.open(path)
         try:
             for index in range(doc.page_count):
-                yield self.page_layout(doc[index])
+                page = doc[index]
+                if index in skip:
+                    yield PageLayout(index, (round(page.rect.width, 2), round(page.rect.height, 2)))
+                    continue
+                yield self.page_layout(page)
         finally:
             with PDF_LOCK:
                 doc.close()
@@ -244,8 +250,9 @@ class MinerUBackend:
                 + ". Set RAGPREP_QUOTES__LAYOUT_BACKEND=pymupdf-layout to use the offline default instead."
             )
 
-    def pages(self, path: Path) -> Iterator[PageLayout]:
-        """Run ``mineru`` on one PDF and read its page layouts back from ``*_content_list.json``; raise when it fails."""
+    def pages(self, path: Path, skip: frozenset[int] = frozenset()) -> Iterator[PageLayout]:
+        """Run ``mineru`` on one PDF and read its page layouts back from ``*_content_list.json`` (pages in ``skip``
+        without regions); raise when it fails."""
         self.check()
         with PDF_LOCK:
             with pymupdf.open(path) as doc:
@@ -261,7 +268,8 @@ class MinerUBackend:
                 tail = (completed.stderr or completed.stdout or "").strip().splitlines()[-3:]
                 raise RuntimeError(f"{path.name}: mineru failed (exit {completed.returncode}): {' | '.join(tail)}")
             items = json.loads(found[0].read_text(encoding="utf-8"))
-        yield from parse_mineru_content_list(items, sizes)
+        for page in parse_mineru_content_list(items, sizes):
+            yield PageLayout(page.page_id, page.size) if page.page_id in skip else page
 
 
 def layout_backend_for(name: str, models_dir: Path | None = None) -> LayoutBackend:

@@ -13,13 +13,18 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ragprep.ids import sha256_bytes, stable_id
 from ragprep.storage import atomic_write_bytes
+
+if TYPE_CHECKING:
+    from ragprep.settings import Settings
+    from ragprep.storage import Layout
 
 OCR_RULES_VERSION = "lines-v1"
 """Bump when the post-processing of Tesseract output changes (invalidates the cache)."""
@@ -58,8 +63,17 @@ class OcrEngine(Protocol):
     def unavailable_reason(self) -> str | None:
         """None when the engine can run, else a one-line reason with the fix."""
 
-    def recognize(self, image: bytes) -> OcrResult:
-        """OCR one encoded image (PNG/JPEG/...)."""
+    def recognize(self, image: bytes, timeout_s: float | None = None) -> OcrResult:
+        """OCR one encoded image (PNG/JPEG/...); raise ``OcrTimeout`` when it takes longer than ``timeout_s``
+        (default: the engine's own timeout)."""
+
+
+class OcrTimeout(RuntimeError):
+    """An OCR call did not finish in time; the engine process was killed."""
+
+
+PROBE_TIMEOUT_S = 30.0
+"""``tesseract --version`` / ``--list-langs`` that do not answer in this time leave OCR unavailable."""
 
 
 class TesseractOcr:
@@ -67,10 +81,11 @@ class TesseractOcr:
 
     name = "tesseract"
 
-    def __init__(self, languages: str, min_confidence: float, cache_dir: Path | None) -> None:
+    def __init__(self, languages: str, min_confidence: float, cache_dir: Path | None, timeout_s: float = 120.0) -> None:
         self.requested_languages = languages
         self.min_confidence = min_confidence
         self.cache_dir = cache_dir
+        self.timeout_s = timeout_s
         self._lock = threading.Lock()
         # Tesseract's OpenMP threads fight each other when documents run in parallel;
         # one thread per call is about twice as fast on small machines.
@@ -88,8 +103,13 @@ class TesseractOcr:
                 "",
                 "",
             )
-        version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
-        listed = subprocess.run([binary, "--list-langs"], capture_output=True, text=True).stdout.split()
+        try:
+            version = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                                     timeout=PROBE_TIMEOUT_S).stdout.split("\n")[0]
+            listed = subprocess.run([binary, "--list-langs"], capture_output=True, text=True,
+                                    timeout=PROBE_TIMEOUT_S).stdout.split()
+        except subprocess.TimeoutExpired:
+            return f"{binary} did not answer `--version` within {PROBE_TIMEOUT_S:.0f} s; check the installation", "", ""
         wanted = [lang for lang in self.requested_languages.split("+") if lang]
         usable = [lang for lang in wanted if lang in listed]
         if not usable:
@@ -122,8 +142,9 @@ class TesseractOcr:
         key = stable_id(OCR_RULES_VERSION, sha256_bytes(image), self.languages, self._probe[2], self.min_confidence)
         return self.cache_dir / key[:2] / f"{key}.json"
 
-    def recognize(self, image: bytes) -> OcrResult:
-        """OCR one encoded image, from the cache when it was read before; raise when Tesseract cannot run."""
+    def recognize(self, image: bytes, timeout_s: float | None = None) -> OcrResult:
+        """OCR one encoded image, from the cache when it was read before; raise when Tesseract cannot run, and
+        ``OcrTimeout`` (the Tesseract process killed) when it takes longer than ``timeout_s`` (default: the engine's)."""
         reason = self.unavailable_reason()
         if reason:
             raise RuntimeError(reason)
@@ -131,30 +152,40 @@ class TesseractOcr:
         cached = _read_cached(cache_path)
         if cached is not None:
             return cached
-        result = self._run(image)
+        limit = self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s)
+        result = self._run(image, time.monotonic() + limit, limit)
         if cache_path is not None:
             atomic_write_bytes(cache_path, json.dumps(asdict(result), ensure_ascii=False).encode("utf-8"))
         return result
 
-    def _run(self, image: bytes) -> OcrResult:
+    def _run(self, image: bytes, deadline: float, limit: float) -> OcrResult:
         from PIL import Image
 
         with Image.open(io.BytesIO(image)) as img:
             img = img.convert("RGB") if img.mode not in ("RGB", "L") else img.copy()
-        result = self._recognize_with(img, self.languages)
+        result = self._recognize_with(img, self.languages, deadline, limit)
         languages = self.languages.split("+")
         if len(languages) > 1 and stray_jamo(result.text):
             # Latin text read with Korean as the primary model comes out as stray jamo
             # ("DECEL" -> "0ㅁ0ㄷ<ㄷㄴ"); retry with the languages rotated and keep the cleaner read.
-            rotated = self._recognize_with(img, "+".join(languages[1:] + languages[:1]))
+            rotated = self._recognize_with(img, "+".join(languages[1:] + languages[:1]), deadline, limit)
             if (stray_jamo(rotated.text), -rotated.mean_confidence) < (stray_jamo(result.text), -result.mean_confidence):
                 result = rotated
         return result
 
-    def _recognize_with(self, img, languages: str) -> OcrResult:
+    def _recognize_with(self, img, languages: str, deadline: float, limit: float) -> OcrResult:
         import pytesseract
 
-        data = pytesseract.image_to_data(img, lang=languages, config="--psm 3", output_type=pytesseract.Output.DICT)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise OcrTimeout(f"Tesseract did not finish within {limit:g} s (ocr.timeout_s)")
+        try:
+            data = pytesseract.image_to_data(img, lang=languages, config="--psm 3", output_type=pytesseract.Output.DICT,
+                                             timeout=remaining)
+        except RuntimeError as exc:
+            if "timeout" not in str(exc).lower():
+                raise
+            raise OcrTimeout(f"Tesseract did not finish within {limit:g} s (ocr.timeout_s); process killed") from None
         lines: dict[tuple[int, int, int], list[tuple[str, float]]] = {}
         for i, word in enumerate(data["text"]):
             word = (word or "").strip()
@@ -176,3 +207,11 @@ def stray_jamo(text: str) -> int:
     """Count of standalone Hangul compatibility jamo: real Korean text is written in
     syllables, so these are almost always misreads of Latin letters."""
     return sum(1 for ch in text if "\u3131" <= ch <= "\u318e")
+
+
+def make_ocr_engine(settings: Settings, layout: Layout) -> OcrEngine | None:
+    """Tesseract with the configured languages, cached under the root; None when OCR is disabled."""
+    if not settings.ocr.enabled:
+        return None
+    return TesseractOcr(settings.ocr.languages, settings.ocr.min_confidence, layout.ocr_cache_dir,
+                        timeout_s=settings.ocr.timeout_s)

@@ -1,11 +1,11 @@
-"""Dataset quality gate: Great Expectations (1.x) suites from ``expectations/`` over one dataset version.
+"""Dataset quality gate: Great Expectations (1.x) suites from ``tasks/dataset/expectations/`` over one dataset version.
 
 ``run_quality_gate(tables, rules, out_dir)`` validates the
 version's tables (``chunks``, ``qa_pairs``, ``quotes`` and ``mm_items`` carry a ``split`` column; all but ``chunks`` are optional)
 and returns a :class:`GateResult`; ``passed`` is True only if every expectation succeeded.
 
 Suites
-    One JSON file per table (``expectations/<table>.json``, GX's own suite layout: ``name``,
+    One JSON file per table (``tasks/dataset/expectations/<table>.json``, GX's own suite layout: ``name``,
     ``expectations`` of ``{type, kwargs, meta}``). Each expectation's ``meta.frame`` names the
     pandas frame it runs on: the table itself or a *derived* frame built here (``chunks.split_shares``,
     ``chunks.split_leakage``, ``qa_pairs.flags``, ``qa_pairs.chunk_refs``, ``quotes.images``,
@@ -14,7 +14,7 @@ Suites
     from the chunks' and may drift on small corpora without anything being wrong.
     Run-time values are GX suite parameters (``{"$PARAMETER": "min_tokens"}``) filled at validation:
     ``min_tokens``, ``max_tokens``, ``allowed_flags``, ``split_share_tolerance``. Suites of tables
-    absent from ``tables`` are skipped. See ``expectations/README.md``.
+    absent from ``tables`` are skipped. See ``tasks/dataset/expectations/README.md``.
 
 Split shares
     For a table of n rows the share of each split (every split named in ``ratios`` plus any other seen,
@@ -41,6 +41,8 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +52,8 @@ from pydantic import BaseModel
 
 from ragprep.tables import SUITE_TABLES
 
-EXPECTATIONS_DIR = Path(__file__).resolve().parents[2] / "expectations"
+EXPECTATIONS_DIR: Traversable = files("tasks.dataset").joinpath("expectations")
+"""The suites shipped with ragprep (package data of ``tasks.dataset``, found through importlib.resources)."""
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +201,7 @@ _KEY_COLUMNS = {
 # --------------------------------------------------------------------------- suites
 
 
-def load_suite(table: str, directory: Path = EXPECTATIONS_DIR) -> dict[str, Any]:
+def load_suite(table: str, directory: Path | Traversable = EXPECTATIONS_DIR) -> dict[str, Any]:
     """The suite file of ``table`` as a dict (GX suite layout, every expectation with ``meta.frame``)."""
     data = json.loads((directory / f"{table}.json").read_text(encoding="utf-8"))
     for exp in data["expectations"]:

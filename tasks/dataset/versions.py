@@ -74,6 +74,9 @@ class VersionInfo(BaseModel):
     gate_passed: bool
     path: str
     is_latest: bool = False
+    damaged: int = 0
+    """Files of the version that no longer match its manifest (sizes and Parquet footers; ``versions --verify``
+    checks the hashes too)."""
 
 
 class BuildResult(BaseModel):
@@ -305,7 +308,7 @@ def list_versions(root: Path, uri: str | None = None) -> list[VersionInfo]:
     out = [
         VersionInfo(version_id=v.version_id, status=v.status, created_at=v.manifest["created_at"], parent=v.manifest["parent"],
                     rows=v.manifest["rows"], gate_passed=v.manifest["validation"]["passed"], path=v.location,
-                    is_latest=v.version_id == latest)
+                    is_latest=v.version_id == latest, damaged=len(store.verify(v, quick=True).problems))
         for v in store.versions()
     ]
     return sorted(out, key=lambda v: v.created_at)

@@ -1,7 +1,8 @@
 """correct: per slide, the extracted Markdown (text, tables, OCR text, image descriptions)
 rewritten as clean Markdown. Numbers are sacred: a correction that contains a number
 absent from its input is discarded, the slide keeps its uncorrected Markdown, and the
-chunk is flagged."""
+chunk is flagged. So is a correction that adds markup or instruction-like text
+(``suspicious_content``, ``ragprep.untrusted``)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,10 @@ from pathlib import Path
 
 from ragprep.engines.generator import Generator
 from ragprep.prompts import PromptTemplate
+from ragprep.text import numbers_in
+from ragprep.untrusted import added_suspicious
 from schemas.chunks import ChunkRow
 from tasks.stage import run_items
-
-_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def numbers_in(text: str) -> set[str]:
-    """Numbers as written, thousands separators ignored ("1,000" == "1000")."""
-    return {m.group().replace(",", "") for m in _NUMBER_RE.finditer(text)}
 
 
 def invented_numbers(source: str, corrected: str) -> list[str]:
@@ -54,6 +50,8 @@ async def correct_chunk(chunk: ChunkRow, generator: Generator, prompt: PromptTem
         invented = invented_numbers(chunk.markdown, corrected)
         if invented:
             flags.append(f"numbers_not_in_source: {', '.join(invented[:10])}")
+        if suspicious := added_suspicious(corrected, chunk.markdown):  # model output is untrusted
+            flags.append(f"suspicious_content: {suspicious}")
     if flags:
         return chunk.model_copy(
             update={"markdown_v0": chunk.markdown, "correction": "flagged", "correction_flags": flags, **provenance}

@@ -14,6 +14,7 @@ from ragprep.engines.generator import Generation, Generator
 from ragprep.markdown import parse_number, table_rows
 from ragprep.prompts import PromptTemplate
 from ragprep.tokens import count_tokens
+from ragprep.untrusted import added_suspicious
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
 from tasks.stage import run_items
@@ -58,14 +59,20 @@ async def describe_visual(visual: Visual, generator: Generator, prompt: PromptTe
     )
 
 
-def vlm_fields(generation: Generation) -> dict[str, str | None]:
-    """The ``vlm_*`` columns (shared by elements and quotes) of one description."""
+def vlm_fields(generation: Generation, source: str = "") -> dict[str, str | None]:
+    """The ``vlm_*`` columns (shared by elements and quotes) of one description. Model output is untrusted: a
+    description adding markup or instruction-like text absent from ``source`` (what extraction read: OCR text,
+    cells) is kept out (``vlm_text`` None) and ``vlm_flag`` says why."""
+    text = generation.text.strip() or None
+    flag = generation.flag
+    if text and (suspicious := added_suspicious(text, source)):
+        text, flag = None, (flag + "; " if flag else "") + f"suspicious_content: {suspicious}"
     return {
-        "vlm_text": generation.text.strip() or None,
+        "vlm_text": text,
         "vlm_provider": generation.provider,
         "vlm_model": generation.model,
         "vlm_prompt": generation.prompt_ref,
-        "vlm_flag": generation.flag,
+        "vlm_flag": flag,
     }
 
 
@@ -83,7 +90,7 @@ async def describe_one(element: ElementRow, root: Path, generator: Generator, pr
     visual = Visual(element.kind, element.unit, element.number, Path(element.source_path).name, structure,
                     element.ocr_text, image, element.image_width, element.image_height, facts)
     generation = await describe_visual(visual, generator, prompt)
-    return element.model_copy(update=vlm_fields(generation))
+    return element.model_copy(update=vlm_fields(generation, f"{element.text}\n{element.ocr_text or ''}"))
 
 
 async def describe_elements(

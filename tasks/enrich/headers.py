@@ -21,6 +21,7 @@ from pydantic import RootModel
 from ragprep.engines.generator import Generator
 from ragprep.prompts import PromptTemplate
 from ragprep.settings import HeaderSettings
+from ragprep.untrusted import suspicious_content
 from schemas.chunks import ChunkRow
 from schemas.documents import USABLE_STATUSES, DocumentRow
 from schemas.elements import ElementRow
@@ -81,7 +82,7 @@ def first_slides(
     for chunk in chunks:
         number = chunk.slide if chunk.slide is not None else chunk.page_start
         if number is not None and number <= n:
-            slides.append(SlideText(number, chunk.markdown_v0 or chunk.markdown, chunk.title, tuple(boxes.get(number, []))))
+            slides.append(SlideText(number, chunk.qa_text, chunk.title, tuple(boxes.get(number, []))))
     return sorted(slides, key=lambda s: s.number)
 
 
@@ -120,16 +121,22 @@ async def extract_header_row(
     reply = generation.data or {}
     values: list[HeaderField] = []
     dropped: list[str] = []
+    suspicious: list[str] = []
     for name in rules.fields:
         value = reply.get(name)
         value = normalise_value(value) if isinstance(value, str) and value.strip() else None
         if value is not None and not offline and _squash(value) not in shown:
             dropped.append(name)
             value = None
+        if value is not None and (why := suspicious_content(value)):  # model output is untrusted
+            suspicious.append(f"{name}: {why}")
+            value = None
         values.append(_field_row(name, value, best[name], candidates, offline))
     flag = generation.flag
     if dropped:
         flag = (flag + "; " if flag else "") + f"values_not_in_source: {', '.join(dropped)}"
+    if suspicious:
+        flag = (flag + "; " if flag else "") + f"suspicious_content: {'; '.join(suspicious)}"
     return HeaderRow(
         doc_id=document.doc_id,
         source_path=document.path,

@@ -10,7 +10,7 @@ document type, question target modality and leak group.
 
 - text: ``v0`` (Ver.0, ``markdown_v0``: no report header) or ``v1`` (Ver.1, ``markdown_v1``:
   the report header block, then Ver.0; equal to Ver.0 for other document types);
-- retriever: ``bm25``, ``dense`` or ``hybrid`` (reciprocal-rank fusion), ``tasks/index/retrieval.py``;
+- retriever: ``bm25``, ``dense`` or ``hybrid`` (reciprocal-rank fusion), ``ragprep/retrieval.py``;
 - encoder: ``vanilla`` (the configured embedder) or ``trained`` (the latest query adapter of
   ``ragprep train retriever`` for this embedder, applied to the query vectors; BM25 has none);
 - re-ranker: ``none``, ``embedder`` (cross-scoring the top ``rerank_depth`` with the embedder:
@@ -39,23 +39,24 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel
 
 from ragprep import __version__
 from ragprep.engines.embedder import Embedder
+from ragprep.engines.query_memo import QueryMemo
 from ragprep.errors import RagprepError
 from ragprep.ids import stable_id
-from ragprep.settings import Settings
-from ragprep.storage import Layout, atomic_write_bytes, atomic_write_parquet
-from tasks.dataset.snapshot import ChunkRecord, QuestionRecord, Snapshot, load_snapshot
-from tasks.evaluate.ranking import METRICS, first_relevant_rank, mean_metrics, question_metrics
-from tasks.index.retrieval import Retriever
+from ragprep.retrieval import Retriever
+from ragprep.settings import EvaluateSettings, IndexSettings, Settings
+from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.tables import TableStore, spec
+from tasks.dataset.snapshot import ChunkRecord, QuestionRecord, Snapshot
+from tasks.evaluate.ranking import first_relevant_rank, mean_metrics, question_metrics
+from tasks.evaluate.summary import EvaluationSummary, LeakDiagnostic, Variant
 from tasks.mmdoc.negatives import normalised
-from tasks.train.adapter import QueryMemo, apply_adapter
+from tasks.train.adapter import apply_adapter
 from tasks.train.loading import configured_embedder, trained_adapter, trained_reranker
 from tasks.train.reranker import EmbedderReranker, Reranker
 
-TEXT_LABELS = {"v0": "Ver.0", "v1": "Ver.1"}
 RETRIEVERS = ("bm25", "dense", "hybrid")
 ENCODERS = ("vanilla", "trained")
 RERANKERS = ("none", "embedder", "trained")
@@ -68,16 +69,17 @@ class EvaluationError(RagprepError):
 
 @dataclass(frozen=True)
 class EvalOptions:
-    """What one evaluation runs."""
+    """What one evaluation runs. The knobs the ``evaluate`` settings group sets (and the index's ``rrf_k``) default to
+    that group's defaults, never restated here; :meth:`from_settings` takes them from a settings object."""
 
     text_variants: tuple[str, ...] = ("v0", "v1")
     retrievers: tuple[str, ...] = RETRIEVERS
-    rerank: bool = True
-    trained: bool = True
+    rerank: bool = EvaluateSettings.model_fields["rerank"].default
+    trained: bool = EvaluateSettings.model_fields["trained"].default
     """Also evaluate the trained adapter and re-ranker when they exist."""
-    rerank_depth: int = 20
+    rerank_depth: int = EvaluateSettings.model_fields["rerank_depth"].default
     """Candidates of the first stage that a re-ranker re-orders (at least 10)."""
-    rrf_k: int = 60
+    rrf_k: int = IndexSettings.model_fields["rrf_k"].default
     question_splits: tuple[str, ...] = ("test",)
     """Splits whose questions are evaluated: the test split is the protocol; more splits (a diagnostic with more
     questions, for untrained variants only) leave the trained models out, since they were trained on train/val."""
@@ -87,81 +89,17 @@ class EvalOptions:
         """Whether this is the seed's protocol (test questions only)."""
         return tuple(self.question_splits) == ("test",)
 
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> EvalOptions:
+        """The options ``settings.evaluate`` (and ``settings.index.rrf_k``) set, with the overrides that are not None."""
+        given = {name: getattr(settings.evaluate, name) for name in ("rerank_depth", "trained", "rerank")}
+        given["rrf_k"] = settings.index.rrf_k
+        given.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**given)
+
     def as_dict(self) -> dict:
         """Plain values, for ids and reports."""
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One row of the evaluation table."""
-
-    text: str
-    retriever: str
-    encoder: str
-    reranker: str
-
-    @property
-    def key(self) -> str:
-        """``v1/hybrid/vanilla/none``."""
-        return f"{self.text}/{self.retriever}/{self.encoder}/{self.reranker}"
-
-
-class LeakDiagnostic(BaseModel):
-    """Test questions that name their gold chunk's file or title."""
-
-    questions: int
-    names_file: int
-    names_title: int
-    names_either: int
-
-    def share(self, count: int) -> float:
-        """``count`` as a share of the questions (0 when there are none)."""
-        return count / self.questions if self.questions else 0.0
-
-
-class EvaluationSummary(BaseModel):
-    """What one evaluation measured and where it wrote it."""
-
-    version_id: str
-    eval_id: str
-    created_at: str
-    embedder: str
-    adapter: dict | None
-    """Card of the trained query adapter used (None: no trained encoder rows)."""
-    reranker: dict | None
-    """Card of the trained re-ranker used (None: no trained re-ranker rows)."""
-    embedder_reranker: str | None
-    options: dict
-    test_questions: int
-    """Questions evaluated: the test split's (see ``options['question_splits']``)."""
-    pool_chunks: int
-    pool_by_split: dict[str, int]
-    questions_by_doc_type: dict[str, int]
-    questions_by_modality: dict[str, int]
-    leak: LeakDiagnostic
-    rows: list[dict]
-    """One per variant and group: the variant's fields, ``group_kind``, ``group``, ``n`` and every metric."""
-    parquet: str | None = None
-    questions_parquet: str | None = None
-    markdown: str | None = None
-
-    def row(self, variant: Variant, group_kind: str = "all", group: str = "all") -> dict | None:
-        """The metrics row of a variant and group (None when it was not evaluated)."""
-        for r in self.rows:
-            if (r["text"], r["retriever"], r["encoder"], r["reranker"], r["group_kind"], r["group"]) == (
-                variant.text, variant.retriever, variant.encoder, variant.reranker, group_kind, group
-            ):
-                return r
-        return None
-
-    def variants(self) -> list[Variant]:
-        """The evaluated variants, in table order."""
-        seen: dict[str, Variant] = {}
-        for r in self.rows:
-            v = Variant(r["text"], r["retriever"], r["encoder"], r["reranker"])
-            seen.setdefault(v.key, v)
-        return list(seen.values())
 
 
 def leak_flags(question: QuestionRecord, chunk: ChunkRecord) -> tuple[bool, bool]:
@@ -231,7 +169,8 @@ class _Engines:
     reranker_card: dict | None
 
 
-def _engines(settings: Settings, options: EvalOptions) -> _Engines:
+def engines_for(settings: Settings, options: EvalOptions) -> _Engines:
+    """The embedder, trained adapter and re-rankers an evaluation with ``options`` uses."""
     embedder = QueryMemo(configured_embedder(settings))
     layout = Layout(settings.root)
     use_trained = options.trained and options.protocol
@@ -325,32 +264,19 @@ def evaluate_snapshot(snapshot: Snapshot, engines: _Engines, options: EvalOption
     return summary, per_question
 
 
-ROW_SCHEMA = pa.schema(
-    [("version_id", pa.string()), ("eval_id", pa.string()), ("text", pa.string()), ("retriever", pa.string()),
-     ("encoder", pa.string()), ("reranker", pa.string()), ("group_kind", pa.string()), ("group", pa.string()),
-     ("n", pa.int64())] + [(m, pa.float64()) for m in METRICS]
-    + [("embedder", pa.string()), ("adapter_id", pa.string()), ("reranker_id", pa.string())]
-)
-QUESTION_SCHEMA = pa.schema(
-    [("version_id", pa.string()), ("eval_id", pa.string()), ("text", pa.string()), ("retriever", pa.string()),
-     ("encoder", pa.string()), ("reranker", pa.string()), ("qa_id", pa.string()), ("chunk_id", pa.string()),
-     ("gold_rank", pa.int64()), ("top", pa.list_(pa.string()))]
-)
-
-
 def write_evaluation(layout: Layout, summary: EvaluationSummary, per_question: list[dict], markdown: str) -> EvaluationSummary:
     """Write the Parquet files, the Markdown report and ``latest.json`` under ``evaluations/<version>/``."""
     folder = layout.evaluations_dir / summary.version_id
     extra = {"version_id": summary.version_id, "eval_id": summary.eval_id, "embedder": summary.embedder,
              "adapter_id": (summary.adapter or {}).get("model_id"), "reranker_id": (summary.reranker or {}).get("model_id")}
-    rows = pa.Table.from_pylist([{**extra, **r} for r in summary.rows], schema=ROW_SCHEMA)
-    questions = pa.Table.from_pylist([{**extra, **q} for q in per_question], schema=QUESTION_SCHEMA)
+    rows = pa.Table.from_pylist([{**extra, **r} for r in summary.rows], schema=spec("evaluations").schema)
+    questions = pa.Table.from_pylist([{**extra, **q} for q in per_question], schema=spec("evaluation_questions").schema)
     summary = summary.model_copy(update={
         "parquet": str(folder / f"{summary.eval_id}.parquet"), "questions_parquet": str(folder / f"{summary.eval_id}-questions.parquet"),
         "markdown": str(folder / f"{summary.eval_id}.md"),
     })
-    atomic_write_parquet(rows, Path(summary.parquet))
-    atomic_write_parquet(questions, Path(summary.questions_parquet))
+    TableStore.write_at("evaluations", rows, Path(summary.parquet))
+    TableStore.write_at("evaluation_questions", questions, Path(summary.questions_parquet))
     atomic_write_bytes(Path(summary.markdown), markdown.encode("utf-8"))
     atomic_write_bytes(folder / f"{summary.eval_id}.json", summary.model_dump_json(indent=2).encode("utf-8"))
     atomic_write_bytes(folder / "latest.json", json.dumps({"eval_id": summary.eval_id}).encode("utf-8"))
@@ -370,43 +296,3 @@ def question_ranks(summary: EvaluationSummary) -> pa.Table | None:
     if not summary.questions_parquet or not Path(summary.questions_parquet).exists():
         return None
     return pq.read_table(summary.questions_parquet)
-
-
-def run_evaluate(settings: Settings, version: str | None = None, options: EvalOptions | None = None,
-                 reuse: bool = False) -> EvaluationSummary:
-    """Evaluate a dataset version (the latest published one when None), write and return the result.
-
-    With ``reuse``, a stored evaluation of the same inputs (same eval id) is returned instead."""
-    from tasks.evaluate.retrieval_report import evaluation_markdown
-
-    options = options or EvalOptions()
-    layout = Layout(settings.root)
-    snapshot = load_snapshot(settings, version)
-    engines = _engines(settings, options)
-    if reuse:
-        stored = stored_evaluation(layout, snapshot.version_id, eval_id_for(snapshot.version_id, engines, options))
-        if stored is not None:
-            return stored
-    summary, per_question = evaluate_snapshot(snapshot, engines, options)
-    return write_evaluation(layout, summary, per_question, evaluation_markdown(summary))
-
-
-def run_compare(settings: Settings, old: str, new: str, options: EvalOptions | None = None):
-    """Evaluate two versions (reusing stored evaluations of the same inputs) and compare every metric."""
-    from tasks.evaluate.retrieval_report import compare
-
-    a = run_evaluate(settings, old, options, reuse=True)
-    b = run_evaluate(settings, new, options, reuse=True)
-    ids = []
-    for summary in (a, b):
-        table = question_ranks(summary)
-        ids.append(set(table.column("qa_id").to_pylist()) if table is not None else set())
-    return compare(a, b, len(ids[0] & ids[1]))
-
-
-def options_from_settings(settings: Settings, **overrides: object) -> EvalOptions:
-    """The evaluation options of ``settings.evaluate`` (and the index's RRF constant), with overrides."""
-    given = {"rerank_depth": settings.evaluate.rerank_depth, "trained": settings.evaluate.trained,
-             "rerank": settings.evaluate.rerank, "rrf_k": settings.index.rrf_k}
-    given.update({k: v for k, v in overrides.items() if v is not None})
-    return EvalOptions(**given)

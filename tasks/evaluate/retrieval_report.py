@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ragprep.report import Report
 from tasks.evaluate.ranking import LABELS, METRICS
-from tasks.evaluate.retrieval import TEXT_LABELS, EvaluationSummary, Variant
+from tasks.evaluate.summary import TEXT_LABELS, EvaluationSummary, Variant
 
 TABLE_METRICS = ("map_1", "map_5", "map_10", "mrr_10", "success_1", "success_5", "success_10")
 RECALL = ("recall_1", "recall_5", "recall_10")

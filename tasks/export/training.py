@@ -3,7 +3,7 @@
 Questions are the version's approved QA pairs of the **train** and **val** splits; every
 passage comes from the chunks of those two splits, so no test question and no test chunk
 (gold or negative) can enter a training file. Retrieval over that pool is the hybrid
-``Retriever`` of ``tasks/index/retrieval.py`` with the configured embedder. Settings:
+``Retriever`` of ``ragprep/retrieval.py`` with the configured embedder. Settings:
 ``settings.train`` (``RAGPREP_TRAIN__*``). One folder per version
 (``<root>/exports/training/<version>/`` unless ``--out``):
 
@@ -45,19 +45,18 @@ import numpy as np
 from pydantic import BaseModel
 
 from ragprep.catalog import connect
+from ragprep.engines.embedders import configured_embedder
+from ragprep.engines.query_memo import QueryMemo
 from ragprep.errors import RagprepError
 from ragprep.ids import stable_id
 from ragprep.prompts import load_prompt
+from ragprep.retrieval import Hit, Retriever
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.dataset.snapshot import ChunkRecord, QuestionRecord, Snapshot, load_snapshot
 from tasks.dataset.versions import dataset_store, find_version, read_version_table
 from tasks.export.mmdocrag import ExportError, export_mmdocrag
-from tasks.index.retrieval import Hit, Retriever
-from tasks.mmdoc.negatives import _contains_answer as contains_answer
-from tasks.mmdoc.negatives import normalised
-from tasks.train.adapter import QueryMemo
-from tasks.train.loading import configured_embedder
+from tasks.mmdoc.negatives import contains_answer, normalised
 
 TRAINING_SPLITS = ("train", "val")
 QUERY_BATCH = 256

@@ -13,10 +13,10 @@ from rich.markup import escape
 
 from ragprep.engines.embedders import EmbedderConfigError, EmbedderSpec, make_embedder
 from ragprep.report import Report
+from ragprep.retrieval import check_mode
 from ragprep.settings import Settings
 from ragprep.text import TOKENIZER_ID
 from tasks.dataset.versions import dataset_store
-from tasks.index.retrieval import check_mode
 from tasks.index.store import IndexManifest, SearchIndex, index_folder
 
 SNIPPET_CHARS = 90

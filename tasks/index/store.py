@@ -15,7 +15,7 @@ cosine over every stored vector, read from LanceDB once per opened index into on
 (0.4 s for 100,000 chunks of 384 dims); LanceDB's own flat scan was measured 9-20x slower per query
 than that product on two cores, and its approximate indexes trade recall (IVF_HNSW_SQ: recall@10 0.89,
 5 minutes to build at 100,000) for speed, so neither is used. The ranking, BM25 and the fusion are
-``tasks/index/retrieval.py``'s, so the index ranks exactly like ``Retriever``.
+``ragprep/retrieval.py``'s, so the index ranks exactly like ``Retriever``.
 
 LanceDB is used embedded (a local folder): it opens no network connection and sends no telemetry
 (checked for lancedb 0.40: no analytics code in the package, no ``connect`` system call while
@@ -43,22 +43,26 @@ from pydantic import BaseModel
 from ragprep.engines.embedder import Embedder
 from ragprep.engines.embedders import EmbedderSpec
 from ragprep.errors import RagprepError
+from ragprep.retrieval import Bm25Ranker, Hit, Retriever, check_mode, embed_queries, ranked_hits, top_indices
 from ragprep.settings import Settings
-from ragprep.storage import Layout, atomic_write_bytes
-from tasks.index.retrieval import Bm25Ranker, Hit, Retriever, check_mode, embed_queries, ranked_hits, top_indices
+from ragprep.storage import Layout, atomic_write_bytes, exchange_paths
+from ragprep.tables import spec
 
 TABLE = "chunks"
 MANIFEST = "manifest.json"
-METADATA = pa.schema([
-    ("chunk_id", pa.string()), ("doc_id", pa.string()), ("document", pa.string()), ("source_path", pa.string()),
-    ("doc_type", pa.string()), ("unit", pa.string()), ("slide", pa.int32()), ("page_start", pa.int32()),
-    ("page_end", pa.int32()), ("title", pa.string()), ("split", pa.string()), ("text", pa.string()), ("text_hash", pa.string()),
-])
+METADATA = spec("index_entries").schema
 """Every column of the LanceDB table but the vector."""
 
 
 class SearchIndexError(RagprepError):
     """No usable index where one was expected; the message says which command builds it."""
+
+
+def unreadable_index(folder: Path, part: str, exc: BaseException) -> SearchIndexError:
+    """The one-line error for a corrupt, truncated or half-deleted index file, with the repair."""
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return SearchIndexError(f"the search index in {folder} is unreadable ({part}: {type(exc).__name__}: {reason}); "
+                            f"rebuild it with `ragprep index` (--variant {folder.name})")
 
 
 class IndexManifest(BaseModel):
@@ -155,6 +159,7 @@ def write_index(folder: Path, metadata: pa.Table, vectors: np.ndarray, manifest:
     table = metadata.append_column(pa.field("vector", pa.list_(pa.float32(), dim)), column)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _locked(folder):
+        _sweep_leftovers(folder)
         staging = Path(tempfile.mkdtemp(prefix=f".staging-{folder.name}-", dir=folder.parent))
         try:
             lancedb.connect(str(staging)).create_table(TABLE, table)
@@ -170,7 +175,23 @@ def write_index(folder: Path, metadata: pa.Table, vectors: np.ndarray, manifest:
     return ranker
 
 
+def _sweep_leftovers(folder: Path) -> None:
+    """Remove the staging and old folders a killed build left beside ``folder`` (call under its lock: no build of
+    this index is running then). An old index whose replacement never arrived (killed between the two renames of
+    the fallback swap) is put back first."""
+    olds = sorted(folder.parent.glob(f".old-{folder.name}-*"), key=lambda p: p.stat().st_mtime)
+    if olds and not folder.exists():
+        os.replace(olds.pop(), folder)
+    for leftover in [*folder.parent.glob(f".staging-{folder.name}-*"), *olds]:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 def _swap(staging: Path, target: Path) -> None:
+    """Put ``staging`` in place of ``target``: one atomic exchange where Linux offers it (a reader, or a kill at
+    any moment, sees the old index or the new one), else two renames (the old one kept aside until the second)."""
+    if target.exists() and exchange_paths(staging, target):
+        shutil.rmtree(staging, ignore_errors=True)  # now the old index
+        return
     old = None
     if target.exists():
         old = target.with_name(f".old-{target.name}-{uuid.uuid4().hex[:8]}")
@@ -200,16 +221,31 @@ class SearchIndex:
 
     @classmethod
     def open(cls, folder: Path) -> SearchIndex:
-        """Open the index in ``folder``; raise ``SearchIndexError`` naming the command that builds it."""
+        """Open the index in ``folder``; raise ``SearchIndexError`` naming the command that builds it. Every file is
+        checked at open (manifest, chunk ids, BM25, the LanceDB table and its row count): a truncated, deleted or
+        garbage file is one line naming it, never a traceback later."""
         import lancedb
 
         quiet_lancedb()
-        manifest = read_manifest(folder)
-        if manifest is None:
+        if not (folder / MANIFEST).is_file():
             raise SearchIndexError(f"no search index in {folder}; build it with `ragprep index` (--variant {folder.name})")
-        table = lancedb.connect(str(folder)).open_table(TABLE)
-        chunk_ids = json.loads((folder / "chunk_ids.json").read_text(encoding="utf-8"))
-        return cls(folder, manifest, table, Bm25Ranker.load(folder / "bm25"), chunk_ids)
+        part = MANIFEST
+        try:
+            manifest = read_manifest(folder)
+            part = "chunk_ids.json"
+            chunk_ids = json.loads((folder / part).read_text(encoding="utf-8"))
+            if not isinstance(chunk_ids, list) or len(chunk_ids) != manifest.chunks:
+                raise ValueError(f"{len(chunk_ids) if isinstance(chunk_ids, list) else 'no'} ids, the manifest says "
+                                 f"{manifest.chunks}")
+            part = "bm25"
+            bm25 = Bm25Ranker.load(folder / part)
+            part = f"{TABLE}.lance"
+            table = lancedb.connect(str(folder)).open_table(TABLE)
+            if (rows := table.count_rows()) != len(chunk_ids):
+                raise ValueError(f"{rows} rows, {len(chunk_ids)} chunk ids")
+        except Exception as exc:  # any unreadable part: one line with the repair
+            raise unreadable_index(folder, part, exc) from None
+        return cls(folder, manifest, table, bm25, chunk_ids)
 
     def dense_ranking(self, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
         """``(chunk_id, cosine)`` of the ``depth`` nearest chunks (exact), best first; ties in row order."""
@@ -239,7 +275,10 @@ class SearchIndex:
         """The hits with their chunks' metadata (document, slide/pages, title, split, text)."""
         if not hits:
             return []
-        rows = self.table.take_offsets([self.position[h.chunk_id] for h in hits]).select(METADATA.names).to_arrow()
+        try:
+            rows = self.table.take_offsets([self.position[h.chunk_id] for h in hits]).select(METADATA.names).to_arrow()
+        except Exception as exc:  # a data file of the table truncated or deleted after open
+            raise unreadable_index(self.folder, f"{TABLE}.lance", exc) from None
         by_id = {r["chunk_id"]: r for r in rows.to_pylist()}
         out = []
         for hit in hits:
@@ -258,7 +297,10 @@ class SearchIndex:
             if not self.chunk_ids:
                 self._matrix = np.zeros((0, self.manifest.dim), dtype=np.float32)
             else:
-                table = self.table.search().select(["chunk_id", "vector"]).limit(len(self.chunk_ids)).to_arrow()
+                try:
+                    table = self.table.search().select(["chunk_id", "vector"]).limit(len(self.chunk_ids)).to_arrow()
+                except Exception as exc:  # a data file of the table truncated or deleted
+                    raise unreadable_index(self.folder, f"{TABLE}.lance", exc) from None
                 flat = table.column("vector").combine_chunks().flatten().to_numpy()
                 matrix = flat.reshape(table.num_rows, -1)
                 ids = table.column("chunk_id").to_pylist()

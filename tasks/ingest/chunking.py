@@ -1,9 +1,11 @@
 """Elements to Markdown chunks: one slide = one chunk, one chapter = one chunk.
 
 Chapters of a PDF come from its outline (the top level, or the sections of a chapter
-that dominates the book), else from detected headings, else from fixed page windows.
-A chapter over the token budget is split at its sub-headings, then between elements,
-then between sentences: never inside a sentence.
+that dominates the book; placeholder bookmarks such as "책갈피" are ignored), else from the
+top level of its section tree (headings and numbered labels: § 571.209, Annex 3, S5.1, 5.2.1,
+제3조), else from fixed page windows. A chapter over the token budget is cut along its section
+tree, so every chunk is titled by the section it lies in, then between elements, then between
+sentences: never inside a sentence.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from ragprep.tokens import count_tokens
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
 from tasks.ingest.extract.base import OutlineEntry
+from tasks.ingest.extract.pdf_sections import LABEL_RE, Label, SectionTree, parse_label, section_title
+
+PLACEHOLDER_RE = re.compile(r"^\s*(책갈피|bookmark|untitled|제목\s*없음)\s*\d*\s*$", re.IGNORECASE)
 
 HEADING_TOLERANCE_PT = 20.0
 
@@ -42,6 +47,17 @@ class _Section:
 
 def _normalise(text: str) -> str:
     return re.sub(r"[\W_]+", " ", text).strip().lower()
+
+
+def _unlabelled(text: str) -> str:
+    """Normalised text, less a leading numbered-section label when the rest is a heading's words."""
+    label = LABEL_RE.match(text)
+    rest = text[label.end():] if label and parse_label(text, heading=True) else text
+    return _normalise(rest) or _normalise(text)
+
+
+def _font_size(element: ElementRow) -> float | None:
+    return json.loads(element.meta).get("font_size") if element.meta else None
 
 
 def _heading_level(element: ElementRow) -> int | None:
@@ -132,35 +148,6 @@ def select_outline_chapters(
     return chapters
 
 
-def heading_chapters(elements: Sequence[ElementRow]) -> list[ChapterStart]:
-    """Chapters at the top level of detected headings (that level must occur twice).
-
-    Headings that follow each other with no text between them (a title set on several
-    lines) make one chapter whose title joins them.
-    """
-    headings = {e.element_id: _heading_level(e) for e in elements if _heading_level(e)}
-    for level in sorted(set(headings.values())):
-        if sum(1 for lvl in headings.values() if lvl == level) < 2:
-            continue
-        starts: list[ChapterStart] = []
-        body_since_start = True
-        for element in elements:
-            if headings.get(element.element_id) == level:
-                text = element.text[:200]
-                if starts and not body_since_start:
-                    last = starts[-1]
-                    title = f"{last.title} {text}"[:200]
-                    starts[-1] = ChapterStart(title, last.page, last.y, (title,))
-                else:
-                    y = element.bbox[1] if element.bbox else 0.0
-                    starts.append(ChapterStart(text, element.number, y, (text,)))
-                body_since_start = False
-            elif element.kind != "title" and element.text:
-                body_since_start = True
-        return starts
-    return []
-
-
 def _position(element: ElementRow) -> tuple[int, float]:
     if element.bbox:
         return element.number, (element.bbox[1] + element.bbox[3]) / 2
@@ -222,39 +209,6 @@ def _pieces(elements: Sequence[ElementRow], budget: int) -> list[tuple[ElementRo
     return pieces
 
 
-def _split_sections(title: str, path: list[str], elements: Sequence[ElementRow]) -> list[_Section]:
-    """Cut at sub-headings (title elements other than the chapter heading itself)."""
-    sections = [_Section(title, path)]
-    for element in elements:
-        if element.kind == "title" and _normalise(element.text) != _normalise(title) and sections[-1].elements:
-            sections.append(_Section(element.text, path + [element.text]))
-        sections[-1].elements.append(element)
-    return sections
-
-
-def _pack(title: str, path: list[str], elements: Sequence[ElementRow], budget: int) -> list[tuple[str, list[str], list[tuple[ElementRow, str]]]]:
-    """Greedy packing of sections, then pieces, into parts that fit the budget."""
-    heading_cost = count_tokens(f"# {title}") + 2
-    room = max(budget - heading_cost, 20)
-    parts: list[tuple[str, list[str], list[tuple[ElementRow, str]]]] = []
-    current: list[tuple[ElementRow, str]] = []
-    current_title, current_path, used = title, path, 0
-    for section in _split_sections(title, path, elements):
-        for element, text in _pieces(section.elements, room):
-            cost = count_tokens(text) + 1
-            if current and used + cost > room:
-                parts.append((current_title, current_path, current))
-                current, used = [], 0
-                current_title, current_path = section.title, section.heading_path
-            if not current:
-                current_title, current_path = section.title, section.heading_path
-            current.append((element, text))
-            used += cost
-    if current:
-        parts.append((current_title, current_path, current))
-    return parts
-
-
 @dataclass(frozen=True)
 class _Book:
     """The document a chapter's chunks belong to, and the token budget of one chunk."""
@@ -264,25 +218,203 @@ class _Book:
     budget: int
 
 
+Node = tuple[int, str, "Label | None"]
+"""A section of the tree: (id, title, numbered label or None)."""
+
+
+TOC_LINE_RE = re.compile(r"(?:\.\s?){4,}\s*\d+\s*$|…{2,}\s*\d+\s*$")
+"""A table-of-contents entry: dot leaders, then (usually) a page number."""
+
+
+TOC_HEADING_RE = re.compile(r"^\s*(table of )?contents\b|^\s*목\s*차\s*$|^\s*차\s*례\s*$", re.IGNORECASE)
+
+
+def _toc_pages(elements: Sequence[ElementRow]) -> set[int]:
+    """Pages holding a table of contents: a "Contents" heading, or three or more entries ending in a page
+    number after dot leaders."""
+    counts: dict[int, int] = {}
+    pages: set[int] = set()
+    for element in elements:
+        if element.kind not in ("title", "text"):
+            continue
+        if TOC_HEADING_RE.match(element.text):
+            pages.add(element.number)
+        if TOC_LINE_RE.search(element.text):
+            counts[element.number] = counts.get(element.number, 0) + 1
+    return pages | {page for page, n in counts.items() if n >= 3}
+
+
+def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
+    """Per element (in reading order), the sections it lies in, outermost first.
+
+    Headings (title elements) and paragraphs opening with a numbered label (S5.1, 5.2.1, § 571.209,
+    Annex 3, 제3조) open sections; ``SectionTree`` closes the open ones a new section does not lie in.
+    An unnumbered heading right after a heading, with no text between them, continues it ("Annex 12" /
+    "Corrosion test").
+    Entries of a table of contents (dot leaders, or a page of them) open nothing.
+    """
+    tree = SectionTree()
+    nodes: list[Node] = []
+    paths: list[tuple[Node, ...]] = []
+    last_was_heading = False
+    toc = _toc_pages(elements)
+    for element in elements:
+        label = None
+        if element.kind in ("title", "text") and element.number not in toc and not TOC_LINE_RE.search(element.text):
+            label = parse_label(element.text, heading=element.kind == "title")
+        if element.number in toc:
+            pass  # a table of contents lists sections; it opens none
+        elif label is not None or element.kind == "title":
+            if element.kind == "title" and label is None and last_was_heading and nodes:
+                node_id, title, last_label = nodes[-1]
+                nodes[-1] = (node_id, f"{title} {element.text}"[:200], last_label)
+                tree.retitle(nodes[-1][1])
+                paths = [tuple(nodes[-1] if n[0] == node_id else n for n in p) for p in paths]
+            else:
+                title = section_title(element.text) if label else element.text[:200]
+                nodes.append((len(nodes), title, label))
+                tree.push(title, label, _font_size(element) if element.kind == "title" else None, key=len(nodes) - 1)
+            last_was_heading = element.kind == "title"
+        elif element.text:
+            last_was_heading = False
+        paths.append(tuple(nodes[i] for i in tree.keys()))
+    return paths
+
+
+def _groupable(parent: tuple[Node, ...], child: Node, root: Label | None) -> bool:
+    """Whether sibling sections under ``parent`` may share a chunk titled by ``parent``: only when the
+    parent's own label (or no label at all) holds them, so the chunk's heading path stays their section."""
+    label = child[2]
+    if label is None:
+        return True
+    holder = parent[-1][2] if parent else root
+    return holder is not None and holder.holds(label)
+
+
+Part = tuple[tuple[Node, ...], list[tuple[ElementRow, str]]]
+
+
+def _tokens(items: Sequence[tuple[ElementRow, tuple[Node, ...]]]) -> int:
+    return sum(count_tokens(element_markdown(e)) + 1 for e, _ in items if e.text)
+
+
+def _own_parts(prefix: tuple[Node, ...], own: Sequence[ElementRow], room: int) -> list[Part]:
+    """A section's own elements (before its sub-sections) packed greedily, long ones cut between sentences."""
+    parts: list[Part] = []
+    current: list[tuple[ElementRow, str]] = []
+    used = 0
+    for element, text in _pieces(own, room):
+        cost = count_tokens(text) + 1
+        if current and used + cost > room:
+            parts.append((prefix, current))
+            current, used = [], 0
+        current.append((element, text))
+        used += cost
+    if current:
+        parts.append((prefix, current))
+    return parts
+
+
+def _children(prefix: tuple[Node, ...], items: Sequence[tuple[ElementRow, tuple[Node, ...]]]):
+    """The section's own elements, then its sub-sections in order as (node, their items)."""
+    own = [e for e, path in items if len(path) <= len(prefix)]
+    runs: list[tuple[Node, list]] = []
+    for element, path in items:
+        if len(path) <= len(prefix):
+            continue
+        node = path[len(prefix)]
+        if not runs or runs[-1][0][0] != node[0]:
+            runs.append((node, []))
+        runs[-1][1].append((element, path))
+    return own, runs
+
+
+def pack_sections(
+    prefix: tuple[Node, ...], items: Sequence[tuple[ElementRow, tuple[Node, ...]]], room: int, root: Label | None = None
+) -> list[Part]:
+    """Parts of a section that fit ``room`` tokens, each titled by the section it lies in.
+
+    A section that fits is one part. Otherwise its own text (parts of its own when over budget) and
+    consecutive small sub-sections share a part titled by this section (when it holds them: a chunk's
+    heading path is always the section its text lies in); a large sub-section is packed the same way
+    one level down.
+    """
+    if _tokens(items) <= room:  # root: the label of the chapter the prefix starts in
+        whole = [(e, element_markdown(e)) for e, _ in items if e.text]
+        return [(prefix, whole)] if whole else []
+    own, runs = _children(prefix, items)
+    group: list = [(e, prefix) for e in own]
+    group_prefix = prefix
+    parts: list[Part] = []
+    if _tokens(group) > room:  # its own text alone is over budget: parts of its own, cut between sentences
+        parts, group = _own_parts(prefix, own, room), []
+    for node, members in runs:
+        size = _tokens(members)
+        if group and (size + _tokens(group) > room or not _groupable(prefix, node, root)):
+            parts.append((group_prefix, [(e, element_markdown(e)) for e, _ in group if e.text]))
+            group = []
+        if size > room:
+            parts += pack_sections(prefix + (node,), members, room, root)
+            continue
+        group_prefix = prefix + (node,) if not group else prefix
+        group += members
+        if not _groupable(prefix, node, root):
+            parts.append((group_prefix, [(e, element_markdown(e)) for e, _ in group if e.text]))
+            group = []
+    if group:
+        parts.append((group_prefix, [(e, element_markdown(e)) for e, _ in group if e.text]))
+    return [p for p in parts if p[1]]
+
+
+SENTENCE_END_RE = re.compile(r"[.!?:;)\]\"”’]\s*$")
+
+
+def joined_paragraphs(pieces: Sequence[tuple[ElementRow, str]]) -> list[str]:
+    """Piece texts as paragraphs; a text block continuing the previous one's sentence (broken by a column or
+    page break: no sentence end before, a lower-case word after) joins it with a space."""
+    out: list[str] = []
+    previous: ElementRow | None = None
+    for element, text in pieces:
+        continued = previous is not None and previous.kind == element.kind == "text"
+        if out and continued and not SENTENCE_END_RE.search(out[-1]) and re.match(r"[a-z]", text):
+            out[-1] = f"{out[-1]} {text}"
+        else:
+            out.append(text)
+        previous = element
+    return out
+
+
 def _chapter_rows(
-    book: _Book, unit: str, chapter_index: int | None, title: str, path: list[str], elements: Sequence[ElementRow]
+    book: _Book, unit: str, chapter_index: int | None, title: str, path: list[str], elements: Sequence[ElementRow],
+    paths: Sequence[tuple[Node, ...]] | None = None,
 ) -> list[ChunkRow]:
+    """The chunks of one chapter: whole when it fits, else cut along its section tree (``pack_sections``)."""
     doc_id, source_path, budget = book.doc_id, book.source_path, book.budget
     if not elements:
         return []
+    items = list(zip(elements, paths)) if paths is not None else None
     body = list(elements)
-    while body and body[0].kind == "title" and _normalise(body[0].text) in _normalise(title):
-        body.pop(0)  # the chapter heading itself (possibly set on several lines)
-    body = [e for e in body if not (e.kind == "title" and _normalise(e.text) == _normalise(title))]
-    whole = "\n\n".join([f"# {title}"] + [element_markdown(e) for e in body if e.text])
-    if count_tokens(whole) <= budget:
-        parts = [(title, path, [(e, element_markdown(e)) for e in body if e.text])]
+    while body and body[0].kind == "title" and _unlabelled(body[0].text) in _normalise(title):
+        body.pop(0)  # the chapter heading itself (possibly set on several lines, or numbered: "1 Introduction")
+    body = [e for e in body if not (e.kind == "title" and _unlabelled(e.text) == _normalise(title))]
+    if body and body[0].kind == "text" and _normalise(body[0].text) == _normalise(title):
+        body.pop(0)  # a numbered paragraph that is all heading ("Annex 4 - Appendix 1")
+    if not any(e.text for e in body):
+        return []  # a section that is its heading alone (its figure drawn, not written) makes no chunk
+    kept = {e.element_id for e in body}
+    if items is None:
+        items = list(zip(body, section_paths(body)))
     else:
-        parts = _pack(title, path, body, budget)
+        items = [(e, p) for e, p in items if e.element_id in kept]
+    room = max(budget - count_tokens(f"# {title}") - 2, 20)
+    parts = pack_sections((), items, room, parse_label(title, heading=True))
     rows = []
-    for part_index, (part_title, part_path, pieces) in enumerate(parts):
-        shown = title if part_title == title else f"{title} / {part_title}"
-        markdown = "\n\n".join([f"# {shown}"] + [text for _, text in pieces])
+    for part_index, (prefix, pieces) in enumerate(parts):
+        sub = [n[1] for n in prefix]
+        shown = title if not sub else f"{title} / {sub[-1]}"
+        if count_tokens(f"# {shown}") > count_tokens(f"# {title}") + budget // 8:
+            shown = title
+        markdown = "\n\n".join([f"# {shown}"] + joined_paragraphs(pieces))
         members = list(dict.fromkeys(e.element_id for e, _ in pieces))
         member_rows = [e for e in elements if e.element_id in set(members)]
         pages = [e.number for e in member_rows] or [e.number for e in elements]
@@ -297,7 +429,7 @@ def _chapter_rows(
                 chapter_index=chapter_index,
                 part_index=part_index,
                 title=shown,
-                heading_path=part_path,
+                heading_path=path + sub,
                 markdown=markdown,
                 token_count=count_tokens(markdown),
                 element_ids=members,
@@ -305,6 +437,47 @@ def _chapter_rows(
             )
         )
     return rows
+
+
+def _tree_chapters(book: _Book, ordered: Sequence[ElementRow]) -> list[ChunkRow] | None:
+    """Chunks of a document without a usable outline: its top-level sections are the chapters."""
+    paths = section_paths(ordered)
+    if not any(paths):
+        return None
+    rows: list[ChunkRow] = []
+    front = [e for e, p in zip(ordered, paths) if not p]
+    if any(e.text for e in front):
+        rows += _chapter_rows(book, "pages", None, "Front matter", ["Front matter"], front, [()] * len(front))
+    chapters: list[tuple[Node, list[ElementRow], list[tuple[Node, ...]]]] = []
+    for element, path in zip(ordered, paths):
+        if not path:
+            continue
+        if not chapters or chapters[-1][0][0] != path[0][0]:
+            chapters.append((path[0], [], []))
+        chapters[-1][1].append(element)
+        chapters[-1][2].append(path[1:])
+    for index, (node, members, sub_paths) in enumerate(chapters):
+        rows += _chapter_rows(book, "chapter", index, node[1], [node[1]], members, sub_paths)
+    return rows
+
+
+MIN_SKIPPED_SECTIONS = 5
+"""An outline that starts after this many numbered sections of the document's own text leaves its body out:
+bookmarks made from an appendix's form fields or figure captions, not the document's structure."""
+
+
+def usable_outline(
+    outline: Sequence[OutlineEntry], n_pages: int, elements: Sequence[ElementRow] = ()
+) -> list[OutlineEntry]:
+    """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled"); none when only they are
+    left or when the pages before its first entry already hold ``MIN_SKIPPED_SECTIONS`` numbered sections."""
+    entries = [e for e in outline if not PLACEHOLDER_RE.match(e.title) and 1 <= e.page <= n_pages]
+    if not entries:
+        return []
+    first = min(e.page for e in entries)
+    before = [e for e in elements if e.number < first]
+    labelled = {n[0] for path in section_paths(before) for n in path if n[2] is not None}
+    return [] if len(labelled) >= MIN_SKIPPED_SECTIONS else entries
 
 
 def pdf_chunks(
@@ -315,12 +488,13 @@ def pdf_chunks(
     n_pages: int,
     settings: Settings,
 ) -> list[ChunkRow]:
-    """Chunks per chapter (from the outline, else from headings) split to the token budget, else per window of pages."""
+    """Chunks per chapter (from the outline, else from the section tree) split along sections to the token budget,
+    else per window of pages."""
     ordered = sorted(elements, key=lambda e: (e.number, e.order))
     book = _Book(doc_id, source_path, settings.chunking.max_tokens)
     starts = select_outline_chapters(
-        outline, n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
-    ) or heading_chapters(ordered)
+        usable_outline(outline, n_pages, ordered), n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
+    )
     rows: list[ChunkRow] = []
     if starts:
         front, groups = _assign(ordered, starts)
@@ -329,6 +503,9 @@ def pdf_chunks(
         for index, (start, members) in enumerate(zip(starts, groups)):
             rows += _chapter_rows(book, start.unit, index, start.title, list(start.heading_path), members)
         return rows
+    tree_rows = _tree_chapters(book, ordered)
+    if tree_rows:
+        return tree_rows
     window = settings.pdf.fallback_window
     for first in range(1, n_pages + 1, window):
         last = min(first + window - 1, n_pages)

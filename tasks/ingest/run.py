@@ -22,7 +22,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from ragprep import __version__
-from ragprep.engines.ocr import OcrEngine, TesseractOcr
+from ragprep.engines.ocr import OcrEngine, make_ocr_engine
 from ragprep.errors import RagprepError
 from ragprep.ids import doc_id_for, sha256_file, stable_id
 from ragprep.settings import Settings
@@ -32,6 +32,7 @@ from schemas.chunks import ChunkRow
 from schemas.documents import USABLE_STATUSES, DocumentRow
 from schemas.elements import ElementRow
 from schemas.runs import RunRow
+from tasks.ingest.caps import cap_chunks, cap_elements
 from tasks.ingest.chunking import build_chunks
 from tasks.ingest.extract import (
     KNOWN_UNSUPPORTED_SUFFIXES,
@@ -132,13 +133,6 @@ def _ref_for(path: Path, settings: Settings) -> DocumentRef:
         )
     return DocumentRef(path=raw, doc_type=settings.doc_type_for(path), format=format_of(path),
                        doc_type_reason=settings.doc_type_rule(path)[1])
-
-
-def make_ocr_engine(settings: Settings, layout: Layout) -> OcrEngine | None:
-    """Tesseract with the configured languages, cached under the root; None when OCR is disabled."""
-    if not settings.ocr.enabled:
-        return None
-    return TesseractOcr(settings.ocr.languages, settings.ocr.min_confidence, layout.ocr_cache_dir)
 
 
 def one_line(text: str) -> str:
@@ -250,8 +244,12 @@ def ingest_document(
         reason = f"{path.name}: extraction crashed ({type(exc).__name__}: {exc})"
         row = _failed_row(ref, content_sha, size, reason, settings)
         return DocumentOutcome(document=row, part_dir=None, reused=False, seconds=time.perf_counter() - started)
-    chunks = build_chunks(doc_id, ref.path, extracted.format, extracted.elements, extracted.outline, extracted.n_units, settings)
-    warnings = list(extracted.warnings)
+    elements, element_cuts = cap_elements(extracted.elements, settings.limits)
+    chunks, chunk_cuts = cap_chunks(
+        build_chunks(doc_id, ref.path, extracted.format, elements, extracted.outline, extracted.n_units, settings),
+        settings.limits,
+    )
+    warnings = [*extracted.warnings, *element_cuts, *chunk_cuts]
     if ocr is not None and (reason := ocr.unavailable_reason()):
         warnings.append(f"OCR unavailable: {reason}")
     document = DocumentRow(
@@ -265,7 +263,7 @@ def ingest_document(
         size_bytes=size,
         title=extracted.title,
         n_units=extracted.n_units,
-        n_elements=len(extracted.elements),
+        n_elements=len(elements),
         n_chunks=len(chunks),
         n_ocr_units=extracted.n_ocr_units,
         status="partial" if warnings else "ok",
@@ -273,7 +271,7 @@ def ingest_document(
         extractor=extracted.extractor,
         settings_fingerprint=fingerprint,
     )
-    _write_part(part, document, extracted.elements, chunks, extracted.outline)
+    _write_part(part, document, elements, chunks, extracted.outline)
     return DocumentOutcome(document=document, part_dir=str(part), reused=False, seconds=time.perf_counter() - started)
 
 

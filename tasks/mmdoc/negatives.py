@@ -199,7 +199,8 @@ class HybridIndex:
         return out
 
 
-def _contains_answer(candidate_norm: str, answer_norm: str) -> bool:
+def contains_answer(candidate_norm: str, answer_norm: str) -> bool:
+    """Whether a normalised candidate text holds the normalised answer as whole words (answers under 2 characters never)."""
     return len(answer_norm) >= 2 and f" {answer_norm} " in f" {candidate_norm} "
 
 
@@ -380,7 +381,7 @@ def pick_negatives(case: ScoredQuestion, room: dict[str, int], pool: QuotePool, 
         if quote.quote_id in case.excluded or not case.allowed[i] or room[quote.modality] == 0:
             continue
         stats.candidates_examined += 1
-        if _contains_answer(pool.norm_texts[i], case.answer_norm):
+        if contains_answer(pool.norm_texts[i], case.answer_norm):
             skipped_answer += 1
             continue
         if case.scores[i] > case.ceiling:

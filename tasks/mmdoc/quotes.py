@@ -37,6 +37,7 @@ from schemas.elements import ElementRow
 from schemas.quotes import IMAGE_TYPES, QuoteRow
 from tasks.enrich.describe import Visual, describe_visual, image_input, vlm_fields
 from tasks.ingest.extract.base import ExtractContext
+from tasks.ingest.extract.pdf_limits import page_refusal
 from tasks.stage import run_items
 
 QUOTE_RULES_VERSION = "quotes-v1"
@@ -67,7 +68,9 @@ def pdf_quotes(
     with PDF_LOCK:
         pdf = pymupdf.open(path)
     try:
-        for page in backend.pages(path):
+        with PDF_LOCK:  # pages over limits.max_decoded_bytes are never read (ingest warned about them)
+            refused = frozenset(i for i in range(pdf.page_count) if page_refusal(pdf, i, ctx.settings.limits))
+        for page in backend.pages(path, skip=refused):
             for layout_id, region in enumerate(page.regions):
                 fields: dict = {}
                 if region.type in IMAGE_TYPES:
@@ -270,7 +273,8 @@ async def describe_quotes(
         structure = quote.ocr_text if quote.ocr_status == "from_source" else ""
         visual = Visual(quote.type, quote.unit, quote.page_id + 1, Path(quote.source_path).name, structure or "",
                         quote.ocr_text if quote.ocr_status != "from_source" else None, image, quote.img_width, quote.img_height)
-        return quote.model_copy(update=vlm_fields(await describe_visual(visual, generator, prompt)))
+        source = f"{quote.text or ''}\n{quote.ocr_text or ''}"
+        return quote.model_copy(update=vlm_fields(await describe_visual(visual, generator, prompt), source))
 
     described = {q.quote_id: q for q in await run_items([q for q in quotes if needs_description(q)], describe, on_done)}
     return [described.get(q.quote_id, q) for q in quotes]

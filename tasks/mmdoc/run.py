@@ -26,11 +26,11 @@ from ragprep.engines.embedders import (
     text_hash,
 )
 from ragprep.engines.layout import layout_backend_for
+from ragprep.engines.ocr import make_ocr_engine
 from ragprep.settings import Settings
 from ragprep.splits import split_for
 from schemas.documents import USABLE_STATUSES, DocumentRow
 from tasks.ingest.extract.base import ExtractContext
-from tasks.ingest.run import make_ocr_engine
 from tasks.mmdoc.multi_quote import pick_groups, write_questions
 from tasks.mmdoc.negatives import MiningProgress, MiningStats, mine_candidate_sets, questions_from_qa, search_text
 from tasks.mmdoc.quotes import (

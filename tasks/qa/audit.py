@@ -25,6 +25,7 @@ version holds only the approved pairs, and the latest decision per pair).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -72,6 +73,63 @@ class ReviewOutcomes(BaseModel):
     spot_checks: SpotChecks
 
 
+class Coverage(BaseModel):
+    """Per document: its chunks, those holding a fact worth asking, and how many of those got a pair."""
+
+    document: str
+    chunks: int
+    fact_chunks: int
+    with_pair: int
+    """Fact chunks with at least one pair."""
+    with_approved: int
+    """Fact chunks with at least one approved pair."""
+    approved_pairs: int
+
+    @property
+    def approved_share(self) -> float | None:
+        """Share of the fact chunks with an approved pair."""
+        return _ratio(self.with_approved, self.fact_chunks)
+
+
+_FACT_RE = re.compile(
+    r"\d[\d.,]*\s?(?:%|°|º|mm|cm|m|km/h|kph|mph|ms|s|g|kg|kN|N|Nm|daN|Hz|kPa|MPa|J|W|V|A|lb|in|inches|seconds|"
+    r"degrees?|명|개|건|원|점)(?!\w)"
+    r"|^\s*\|.*\|.*\|"
+    r"|\b(?:shall|must|means|is defined as|is called|because|decided|decision|due to)\b|이하|이상|미만|초과|결정|때문",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""A measured value with its unit, a table row, a requirement, a definition, a cause or a decision."""
+
+
+def holds_fact(markdown: str, title: str = "") -> bool:
+    """True when a chunk holds a fact worth asking (see ``_FACT_RE``) and is not a reference list or contents page."""
+    from tasks.qa.rules import ChunkView, skipped_chunk
+
+    lines = markdown.splitlines()
+    body = "\n".join(lines[1:])
+    title = title or (lines[0].lstrip("#").strip() if lines and lines[0].startswith("#") else "")
+    return bool(_FACT_RE.search(body)) and not skipped_chunk(ChunkView(title=title, language="en", markdown=markdown))
+
+
+def coverage(pairs: Sequence[QaPairRow], chunks: Sequence) -> list[Coverage]:
+    """Per document, fact chunks and the ones with a (approved) pair."""
+    by_chunk: dict[str, list[QaPairRow]] = {}
+    for pair in pairs:
+        by_chunk.setdefault(pair.chunk_id, []).append(pair)
+    out: dict[str, Coverage] = {}
+    for chunk in chunks:
+        name = Path(chunk.source_path).name
+        row = out.setdefault(name, Coverage(document=name, chunks=0, fact_chunks=0, with_pair=0, with_approved=0, approved_pairs=0))
+        row.chunks += 1
+        mine = by_chunk.get(chunk.chunk_id, [])
+        row.approved_pairs += sum(p.status == "approved" for p in mine)
+        if holds_fact(chunk.qa_text, chunk.title):
+            row.fact_chunks += 1
+            row.with_pair += bool(mine)
+            row.with_approved += any(p.status == "approved" for p in mine)
+    return sorted(out.values(), key=lambda c: c.document)
+
+
 class QaAudit(BaseModel):
     source: str
     pairs: int
@@ -84,6 +142,8 @@ class QaAudit(BaseModel):
     by_status: dict[str, int]
     by_flag: dict[str, int]
     review: ReviewOutcomes
+    coverage: list[Coverage] = []
+    """Per document: chunks holding a fact and how many got a pair (working tables only)."""
 
     def reports(self) -> list[Report]:
         """The audit as terminal tables: usable shares (three), statuses, flags, review outcomes."""
@@ -96,7 +156,24 @@ class QaAudit(BaseModel):
         out.append(Report("QA pairs by flag", ["flag", "pairs"], [[k, v] for k, v in self.by_flag.items()],
                           notes=["A pair with several flags counts once under each."]))
         out.append(self._review_report())
+        if self.coverage:
+            out.append(self._coverage_report())
         return out
+
+    def _coverage_report(self) -> Report:
+        rows = [[c.document, c.chunks, c.fact_chunks, c.with_pair, c.with_approved, _share(c.approved_share),
+                 f"{c.approved_pairs / c.fact_chunks:.2f}" if c.fact_chunks else "-"] for c in self.coverage]
+        total = Coverage(document="all", chunks=sum(c.chunks for c in self.coverage),
+                         fact_chunks=sum(c.fact_chunks for c in self.coverage), with_pair=sum(c.with_pair for c in self.coverage),
+                         with_approved=sum(c.with_approved for c in self.coverage),
+                         approved_pairs=sum(c.approved_pairs for c in self.coverage))
+        rows.append([total.document, total.chunks, total.fact_chunks, total.with_pair, total.with_approved,
+                     _share(total.approved_share), f"{total.approved_pairs / total.fact_chunks:.2f}" if total.fact_chunks else "-"])
+        return Report("coverage: chunks holding a fact and their pairs",
+                      ["document", "chunks", "fact chunks", "with a pair", "with an approved pair", "share approved",
+                       "approved pairs per fact chunk"], rows,
+                      notes=["A fact chunk holds a value with its unit, a table row, a requirement, a definition, a cause or "
+                             "a decision, and is no reference list or contents page."])
 
     def _lead(self) -> str:
         judged = (f"the critic judged {self.judged}, {_share(self.usable_share)} of them usable" if self.judged
@@ -273,6 +350,8 @@ def run_audit(root: Path, version: str | None = None, uri: str | None = None) ->
     """The audit of the working tables under ``root``, or of dataset ``version``."""
     if version is None:
         pairs, decisions = load_working(root)
-        return audit_pairs(pairs, decisions, f"the working tables under {root}")
+        audit = audit_pairs(pairs, decisions, f"the working tables under {root}")
+        chunks = TableStore(Layout(root)).read("chunks", optional=True)
+        return audit.model_copy(update={"coverage": coverage(pairs, chunks)}) if chunks else audit
     pairs, decisions = load_version(root, version, uri)
     return audit_pairs(pairs, decisions, f"dataset version {version}")

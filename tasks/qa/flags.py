@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from rapidfuzz import fuzz, process, utils
 
 from ragprep.settings import Settings
-from tasks.enrich.correct import numbers_in
-from tasks.refmatch.flagging import unsupported_segment_flag
+from ragprep.text import numbers_in
+from ragprep.untrusted import suspicious_content
+from tasks.qa.segments import unsupported_segment_flag
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _QUESTION_END_RE = re.compile(r"(\?|？|까요|나요|인가|니까|습니까)\s*$")
@@ -19,36 +20,6 @@ _GENERIC_RE = re.compile(
     re.IGNORECASE,
 )
 _NAMED_RE = re.compile(r"\"[^\"]{3,}\"|'[^']{3,}'|\b\w+\.(pptx|pdf)\b|[A-Z]{2,}-?\d")
-
-
-_MARKUP_RE = re.compile(
-    r"</?[a-z][a-z0-9-]*(?:\s[^<>]*)?/?>"  # an HTML/XML tag: <script>, </b>, <img src=x onerror=...>
-    r"|\bjavascript\s*:|\bdata:text/html|\bon[a-z]{3,}\s*=\s*['\"]?\w"  # script URLs, event handlers
-    r"|\{\{.*?\}\}|\{%.*?%\}|<%.*?%>"  # template directives
-    r"|!\[[^\]]*\]\(\s*https?://",  # a Markdown image that would load from elsewhere
-    re.IGNORECASE | re.DOTALL,
-)
-_INSTRUCTION_RE = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\b[^.?!\n]{0,40}\b(?:previous|prior|above|earlier|all|any|your|the)\b"
-    r"[^.?!\n]{0,30}\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b"
-    r"|\b(?:system|developer) (?:prompt|message|instructions?)\b"
-    r"|\byou are (?:now|no longer) (?:a|an|the|in)\b|\bact as (?:a|an) (?:different|unrestricted)\b|\bjailbreak"
-    r"|\bas an ai (?:language )?model\b"
-    r"|(?:이전|위의|앞의|모든)\s*(?:지시|지침|명령|프롬프트)[^.?!\n]{0,12}(?:무시|잊)",
-    re.IGNORECASE,
-)
-
-
-def suspicious_content(text: str) -> str | None:
-    """Why ``text`` looks like markup or an instruction to a model rather than document content, or None.
-
-    Such text in a question or answer (an injected slide, a hostile PDF, a model echoing its prompt)
-    must not reach a training set unread: the pair is flagged and waits for review."""
-    if match := _MARKUP_RE.search(text):
-        return f"markup {match.group(0)[:40]!r}"
-    if match := _INSTRUCTION_RE.search(text):
-        return f"instruction-like text {match.group(0)[:60]!r}"
-    return None
 
 
 def language_of(text: str) -> str:

@@ -26,7 +26,7 @@ from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
 from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
-from tasks.qa import rules
+from tasks.qa import handles, rules
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review
 from tasks.stage import run_items
@@ -70,19 +70,30 @@ def _title_supported(title: str, text: str) -> bool:
     return not words or sum(w in body for w in words) >= 0.6 * len(words)
 
 
+def _good_title(title: str, file_name: str, heads: set[str]) -> str:
+    """The title repaired (glyphs, a doubled heading) when it is a real handle: not a placeholder, not a running head."""
+    title = handles.undouble(handles.clean_name(title))
+    if not rules.real_title(title, file_name) or handles.placeholder(title) or handles.is_running_head(title, heads):
+        return ""
+    return title
+
+
 def _document_title(document: DocumentRow | None, chunks: Sequence[ChunkRow]) -> str:
     file_name = document.file_name if document else (Path(chunks[0].source_path).name if chunks else "")
     text = "\n".join(c.markdown for c in chunks)
-    title = (document.title or "").strip() if document else ""
-    if rules.real_title(title, file_name) and _title_supported(title, text):
+    heads = handles.running_heads([(c.title, c.part_index) for c in chunks])
+    title = _good_title((document.title or "").strip() if document else "", file_name, heads)
+    if title and _title_supported(title, text):
         return title
+    title = ""
     for chunk in chunks:  # the title slide, or the first chapter of a book (front matter and covers passed over)
         heading = rules.strip_numbering(chunk.heading_path[0] if chunk.heading_path else chunk.title)
         if rules.is_skipped_heading(heading):
             continue
         on_title_page = chunk.slide == 1 or chunk.page_start == 1
-        return heading if on_title_page and rules.real_title(heading, file_name) else ""  # never a later slide's heading
-    return ""
+        title = _good_title(heading, file_name, heads) if on_title_page else ""  # never a later slide's heading
+        break
+    return title
 
 
 _DATE_KEYS_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:date|meeting date|일시|날짜|회의 일시)\s*[:：]\s*(?P<date>\S.{3,40}?)\s*$",
@@ -92,7 +103,7 @@ _DATE_KEYS_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:date|meeting date|일시|날짜|
 def _meeting_date(chunks: Sequence[ChunkRow]) -> str:
     """The date a meeting's notes state (a "Date:" / "일시:" line on its first chunks), or ''."""
     for chunk in chunks[:3]:
-        found = _DATE_KEYS_RE.search(chunk.markdown_v0 or chunk.markdown)
+        found = _DATE_KEYS_RE.search(chunk.qa_text)
         if found:
             return found.group("date")
     return ""
@@ -122,9 +133,15 @@ def document_handles(
         document, header = docs.get(doc_id), heads.get(doc_id)
         test_name = _header_value(header, "Test Name")
         kind = _kind(document, members[0].source_path)
+        title = _document_title(document, members)
+        if not title and not test_name:
+            first = [c.markdown for c in members if (c.page_start or c.slide or 1) <= 2]
+            title = handles.identifier([c.title for c in members], first)
+            kind = "standard" if title else kind
         out[doc_id] = rules.Handle(
             test_name=test_name, stage=_header_value(header, "Stage") if test_name else "",
-            title=_document_title(document, members), kind=kind, date=_meeting_date(members) if kind == "meeting" else "",
+            title=title, kind=kind, date=_meeting_date(members) if kind == "meeting" else "",
+            running_heads=frozenset(handles.running_heads([(c.title, c.part_index) for c in members])),
         )
     return out
 
@@ -132,11 +149,12 @@ def document_handles(
 def chunk_handle(chunk: ChunkRow, document: rules.Handle | None) -> rules.Handle:
     """The document's handle with the chunk's own heading (a slide title or the deepest section heading) when it is real."""
     base = document or rules.Handle()
-    heading = rules.strip_numbering(chunk.heading_path[-1] if chunk.heading_path else chunk.title)
+    heading = handles.clean_name(rules.strip_numbering(chunk.heading_path[-1] if chunk.heading_path else chunk.title))
     file_name = Path(chunk.source_path).name
-    section = heading if rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading) else ""
+    usable = rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading)
+    section = heading if usable and not handles.is_running_head(heading, set(base.running_heads)) else ""
     kind = "slide" if chunk.slide is not None else "section"
-    return rules.Handle(base.test_name, base.stage, base.title, base.kind, section, kind, base.date)
+    return rules.Handle(base.test_name, base.stage, base.title, base.kind, section, kind, base.date, base.running_heads)
 
 
 def pairs_wanted(chunk: ChunkRow, settings: Settings) -> int:
@@ -147,7 +165,7 @@ def pairs_wanted(chunk: ChunkRow, settings: Settings) -> int:
 def chunk_view(chunk: ChunkRow, elements: dict[str, ElementRow], handle: rules.Handle | None = None) -> rules.ChunkView:
     """What the QA step sees of a chunk: its Markdown (corrected when available), language, handle, tables, charts and OCR'd pictures."""
     members = [elements[e] for e in chunk.element_ids if e in elements]
-    markdown = chunk.markdown_v0 or chunk.markdown
+    markdown = chunk.qa_text
     return rules.ChunkView(
         title=chunk.title,
         language=language_of(markdown),
@@ -218,7 +236,7 @@ def flag_pairs(pairs: Sequence[QaPairRow], chunks: dict[str, ChunkRow], settings
     out = []
     for pair, duplicate, repeated in zip(pairs, duplicates, ambiguous):
         chunk = chunks[pair.chunk_id]
-        found = pair_flags(pair.question, pair.answer, chunk.markdown_v0 or chunk.markdown, settings)
+        found = pair_flags(pair.question, pair.answer, chunk.qa_text, settings)
         if repeated:
             found.append(repeated)  # the same pair from another chunk: which chunk is the gold is ambiguous
         elif duplicate:

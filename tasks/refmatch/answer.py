@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from ragprep.engines.generator import Generation, Generator
+from ragprep.matching.scoring import content_words, stem
+from ragprep.matching.sentences import split_sentences
 from ragprep.prompts import PromptTemplate
-from tasks.refmatch.scoring import content_words, stem
-from tasks.refmatch.sentences import split_sentences
 
 EXTRACTIVE_LABEL = "Extractive answer (rules, no model):"
 NO_ANSWER = "The retrieved passages do not answer this question."

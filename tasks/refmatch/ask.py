@@ -19,13 +19,15 @@ from pydantic import BaseModel
 
 from ragprep.engines.embedder import Embedder
 from ragprep.engines.generator import Generation, Generator
+from ragprep.matching.matcher import MatchOptions, MatchResult, match_answer, naive_calls
+from ragprep.matching.scoring import Candidate, SpanScorer
 from ragprep.prompts import load_prompt
 from ragprep.settings import Settings
 from ragprep.storage import Layout
+from ragprep.untrusted import added_suspicious
 from tasks.index.store import SearchHit
 from tasks.refmatch.answer import EXTRACTIVE_LABEL, Passage, answer_body, answer_question
-from tasks.refmatch.matcher import MatchOptions, MatchResult, match_answer, naive_calls
-from tasks.refmatch.scoring import Candidate, SpanScorer, build_scorer
+from tasks.refmatch.scoring import build_scorer
 
 RERANK_DEPTH = 20
 """First-stage chunks the re-ranker re-orders before the best ``k`` are kept."""
@@ -133,8 +135,7 @@ def _generate(settings: Settings, question: str, passages: list[Passage]) -> Gen
 
 def match_options(settings: Settings) -> MatchOptions:
     """The matcher's options from ``refmatch`` settings."""
-    r = settings.refmatch
-    return MatchOptions(r.max_span_sentences, r.span_candidates, r.segment_penalty, r.null_score, r.threshold)
+    return MatchOptions.from_settings(settings.refmatch)
 
 
 def cite(question: str, answer: str, ranked: list[tuple[SearchHit, float]], scorer: SpanScorer,
@@ -174,10 +175,13 @@ def ask(settings: Settings, question: str, k: int | None = None, variant: str | 
     generation = _generate(settings, question, passages)
     label = EXTRACTIVE_LABEL if generation.text.strip().startswith(EXTRACTIVE_LABEL) else ""
     answer = answer_body(generation.text)
+    flag = generation.flag
+    if suspicious := added_suspicious(answer, "\n".join(p.text for p in passages)):  # model output is untrusted
+        flag = (flag + "; " if flag else "") + f"suspicious_content: {suspicious}"
     result, segments = cite(question, answer, ranked, build_scorer(settings, embedder), match_options(settings))
     return AskResult(
         question=question, answer=answer, label=label, provider=generation.provider, model=generation.model,
-        prompt=generation.prompt_ref, flag=generation.flag,
+        prompt=generation.prompt_ref, flag=flag,
         passages=[AskPassage(number=n, chunk_id=h.chunk_id, document=h.document, where=h.where, title=h.title,
                              source_path=h.source_path, retrieval_score=h.score, rerank_score=round(s, 4))
                   for n, (h, s) in enumerate(ranked, start=1)],

@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragprep.matching.matcher import MatchResult
+from ragprep.matching.scoring import Candidate, content_words, text_facts, word_coverage
+from ragprep.matching.sentences import is_korean, split_sentences
 from schemas.chunks import ChunkRow
-from tasks.refmatch.matcher import MatchResult
-from tasks.refmatch.scoring import Candidate, content_words, text_facts, word_coverage
-from tasks.refmatch.sentences import is_korean, split_sentences
 
 THRESHOLDS = (0.0, 0.3, 0.5, 0.7)
 """The seed's Figure 10 thresholds."""
@@ -132,7 +132,7 @@ class EvalItem:
 
 
 def _chunk_text(chunk: ChunkRow) -> str:
-    return chunk.markdown_v0 or chunk.markdown
+    return chunk.qa_text
 
 
 _WRAPPED_RE = re.compile(r"(?<=[^\s.!?:|])\n(?=[^\s#|\-*>\d])")
@@ -304,8 +304,8 @@ def build_items(
 
 
 def bm25_ranker(pool: Sequence[ChunkRow]) -> Callable[[str, list[ChunkRow]], list[str]]:
-    """Chunk ids of ``pool`` by BM25 over an answer (``tasks/index/retrieval.py``'s ranking), best first."""
-    from tasks.index.retrieval import Retriever
+    """Chunk ids of ``pool`` by BM25 over an answer (``ragprep/retrieval.py``'s ranking), best first."""
+    from ragprep.retrieval import Retriever
 
     retriever = Retriever([c.chunk_id for c in pool], [_chunk_text(c) for c in pool], None)
 

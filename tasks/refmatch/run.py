@@ -21,17 +21,18 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from ragprep.ids import stable_id
+from ragprep.matching.matcher import MatchResult, match_sentences
+from ragprep.matching.scoring import BlendScorer, Candidate, SpanScorer
+from ragprep.matching.sentences import split_sentences
 from ragprep.report import Report
+from ragprep.retrieval import Hit
 from ragprep.settings import Settings
-from ragprep.storage import Layout, atomic_write_parquet
-from schemas import rows_to_table
-from schemas.refmatch import SEGMENTS_SCHEMA, SegmentRow
-from tasks.index.retrieval import Hit
+from ragprep.storage import Layout
+from ragprep.tables import TableStore
+from schemas.refmatch import SegmentRow
 from tasks.index.store import SearchHit
 from tasks.refmatch.ask import match_options
-from tasks.refmatch.matcher import MatchResult, match_sentences
-from tasks.refmatch.scoring import BlendScorer, Candidate, SpanScorer, build_scorer
-from tasks.refmatch.sentences import split_sentences
+from tasks.refmatch.scoring import build_scorer
 
 Progress = Callable[[int, int], None]
 
@@ -193,7 +194,7 @@ def run_refmatch(settings: Settings, input_path: Path, out: Path | None = None, 
     scorer = build_scorer(settings, getattr(source, "embedder", None))
     rows = match_items(items, source, scorer, settings, progress)
     target = output_path(settings, input_path, out)
-    atomic_write_parquet(rows_to_table(rows, SEGMENTS_SCHEMA), target)
+    TableStore.write_at("refmatch_segments", rows, target)
     per_item = {r.item_id: (r.scorer_calls, r.naive_calls) for r in rows}
     status = [r.status for r in rows]
     return RefmatchReport(

@@ -174,31 +174,6 @@ def train_adapter(train: TrainingPairs, config: AdapterConfig, train_ranking: Ra
     return AdapterResult(weights=weights.astype(np.float32), best_step=config.steps, selected_by="last_step", history=history)
 
 
-class QueryMemo:
-    """An embedder that remembers the query vectors it computed (passages go to the wrapped one, which caches them)."""
-
-    def __init__(self, base: Embedder) -> None:
-        """Wrap ``base``."""
-        self.base = base
-        self.name = base.name
-        self.dim = base.dim
-        self._queries: dict[str, np.ndarray] = {}
-
-    def passages(self, texts: Sequence[str]) -> np.ndarray:
-        """Passage vectors of the wrapped embedder."""
-        return self.base.passages(texts)
-
-    def queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query vectors, each text embedded once per instance."""
-        missing = sorted({t for t in texts if t not in self._queries})
-        if missing:
-            for text, vector in zip(missing, self.base.queries(missing)):
-                self._queries[text] = vector
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._queries[t] for t in texts]).astype(np.float32)
-
-
 class AdaptedEmbedder:
     """The embedder with the query adapter applied to its query vectors (passages unchanged)."""
 

@@ -14,7 +14,7 @@ import numpy as np
 from ragprep.engines.embedder import Embedder
 from ragprep.engines.embedders import configured_embedder
 from ragprep.storage import Layout
-from tasks.train.models import ADAPTER, CROSS_ENCODER, LINEAR_RERANKER, StoredModel, latest_model
+from tasks.train.models import ADAPTER, CROSS_ENCODER, LINEAR_RERANKER, StoredModel, latest_model, unreadable_model
 from tasks.train.reranker import LinearReranker, LogisticModel, Reranker
 
 __all__ = ["configured_embedder", "trained_adapter", "trained_reranker"]
@@ -25,7 +25,11 @@ def trained_adapter(layout: Layout, embedder_name: str) -> tuple[np.ndarray, dic
     model = latest_model(layout, ADAPTER)
     if model is None or model.card.get("embedder") != embedder_name:
         return None
-    return np.load(model.path / "adapter.npy"), model.card
+    try:
+        weights = np.load(model.path / "adapter.npy")
+    except (OSError, ValueError, EOFError) as exc:
+        raise unreadable_model(model.path, "adapter.npy", exc) from None
+    return weights, model.card
 
 
 def _newest(*models: StoredModel | None) -> StoredModel | None:
@@ -49,4 +53,8 @@ def trained_reranker(layout: Layout, embedder: Embedder) -> tuple[Reranker, dict
             return None
     if linear is None:
         return None
-    return LinearReranker(embedder, LogisticModel.load(linear.path), linear.model_id), linear.card
+    try:
+        weights = LogisticModel.load(linear.path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise unreadable_model(linear.path, "linear.json", exc) from None
+    return LinearReranker(embedder, weights, linear.model_id), linear.card

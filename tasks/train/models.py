@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.errors import RagprepError
+from ragprep.storage import Layout, atomic_write_bytes, exchange_paths
 
 ADAPTER = "retriever-adapter"
 LINEAR_RERANKER = "reranker-linear"
@@ -51,18 +52,38 @@ def save_model(layout: Layout, kind: str, model_id: str, card: dict, write: Call
         write(staging)
         (staging / CARD).write_text(json.dumps(card, indent=2, ensure_ascii=False, default=str))
         target = base / model_id
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
+        if target.exists() and exchange_paths(staging, target):
+            pass  # one atomic step: the old model (now in staging) is removed below; a kill leaves one of the two
+        else:
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     atomic_write_bytes(base / "LATEST", model_id.encode())
     return StoredModel(kind, model_id, target, card)
 
 
+class ModelUnreadableError(RagprepError):
+    """A trained model's files are truncated, garbled or missing."""
+
+
+def unreadable_model(path: Path, part: str, exc: BaseException) -> ModelUnreadableError:
+    """The one-line error for a damaged model file, with the repair."""
+    reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+    return ModelUnreadableError(
+        f"trained model {path} is unreadable ({part}: {type(exc).__name__}: {reason}); train it again with "
+        f"`ragprep train ...`, or delete the folder (and {path.parent / 'LATEST'}) to go without it")
+
+
 def load_model(path: Path) -> StoredModel:
-    """The model saved in ``path`` (a folder with a card)."""
-    card = json.loads((path / CARD).read_text())
+    """The model saved in ``path`` (a folder with a card); a garbled card raises :class:`ModelUnreadableError`."""
+    try:
+        card = json.loads((path / CARD).read_text())
+        if not isinstance(card, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        raise unreadable_model(path, CARD, exc) from None
     return StoredModel(card.get("kind", path.parent.name), card.get("model_id", path.name), path, card)
 
 

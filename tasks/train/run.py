@@ -26,13 +26,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from ragprep.engines.query_memo import QueryMemo
 from ragprep.errors import RagprepError
 from ragprep.ids import stable_id
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.dataset.snapshot import Snapshot, load_snapshot
 from tasks.export.training import TRAINING_SPLITS, export_training
-from tasks.train.adapter import AdapterConfig, QueryMemo, RankingSet, TrainingPairs, train_adapter
+from tasks.train.adapter import AdapterConfig, RankingSet, TrainingPairs, train_adapter
 from tasks.train.loading import configured_embedder
 from tasks.train.models import ADAPTER, CROSS_ENCODER, LINEAR_RERANKER, ST_RETRIEVER, save_model
 from tasks.train.reranker import PairFeatures, fit_logistic

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ragprep.errors import RagprepError
+from ragprep.offline import use_local_models_only
 
 
 class TrainExtraMissing(RagprepError):
@@ -43,8 +44,7 @@ def sentence_transformers_missing() -> str | None:
 
 
 def _offline() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    use_local_models_only()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 

@@ -46,10 +46,11 @@ def ratio_bomb(target: Path, inflated: int = 64 << 20, member: str = BOMB_MEMBER
     return target
 
 
-def lying_bomb(target: Path, inflated: int = 64 << 20, declared: int = 4096, member: str = BOMB_MEMBER) -> Path:
+def lying_bomb(target: Path, inflated: int = 64 << 20, declared: int = 4096, member: str = BOMB_MEMBER,
+               level: int = 9) -> Path:
     """A deck whose ``member`` holds ``inflated`` bytes of zeros but whose headers (local and central) declare
     ``declared``: passes any check of declared sizes and ratios; only the reader can notice."""
-    _rewrite_deck(target, member, inflated, level=9)
+    _rewrite_deck(target, member, inflated, level=level)
     data = bytearray(target.read_bytes())
     with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
         info = archive.getinfo(member)
@@ -154,5 +155,105 @@ def text_pdf(target: Path, pages: int) -> Path:
         page.insert_text((72, 110), f"Page {number} of a long book: crash pulse, restraint load and intrusion notes.")
         page.insert_text((72, 130), "Sled test results are compared with the simulation for every configuration.")
     pdf.save(target, garbage=0, deflate=True)
+    pdf.close()
+    return target
+
+
+def picture_deck(target: Path, pictures: int, title: str = "Picture deck") -> Path:
+    """A deck of ``pictures`` slides, each holding one distinct 400 x 300 picture with a line of text (so OCR runs)."""
+    from PIL import Image, ImageDraw
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    for number in range(pictures):
+        image = Image.new("L", (400, 300), 255)
+        ImageDraw.Draw(image).text((20, 140), f"Sled test {number} peak 42 g", fill=0)
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        buffer.seek(0)
+        slide = deck.slides.add_slide(deck.slide_layouts[5])
+        slide.shapes.title.text = f"{title} {number}"
+        slide.shapes.add_picture(buffer, Inches(1), Inches(1.5), Inches(4), Inches(3))
+    deck.save(str(target))
+    return target
+
+
+def sleeping_tesseract(folder: Path, seconds: int = 600) -> Path:
+    """A ``tesseract`` in ``folder`` that answers ``--version``/``--list-langs`` at once and sleeps ``seconds`` on any
+    real OCR call (a hung engine); put ``folder`` first on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "tesseract"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        '  --version) echo "tesseract 5.3.0 (sleeping fake)"; exit 0;;\n'
+        '  --list-langs) printf "List of available languages (2):\\neng\\nkor\\n"; exit 0;;\n'
+        "esac\n"
+        f"exec sleep {seconds}\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def huge_text_deck(target: Path, base: Path, megabytes: int = 10, runs: int = 5) -> Path:
+    """``base`` with one more slide whose text box holds about ``megabytes`` MB of words in ``runs`` runs (varied words
+    and numbers, like a pasted log), the way one bad slide in a real deck does."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation(str(base))
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Pasted measurement log"
+    frame = slide.shapes.add_textbox(Inches(1), Inches(1.5), Inches(8), Inches(5)).text_frame
+    words = ("sled", "pulse", "load", "intrusion", "belt", "pretensioner", "airbag", "deceleration")
+    per_run = megabytes * 1_000_000 // runs
+    for number in range(runs):
+        line = " ".join(f"{words[(i + number) % len(words)]} {i % 997}" for i in range(per_run // 9))
+        paragraph = frame.paragraphs[0] if number == 0 else frame.add_paragraph()
+        paragraph.add_run().text = line[:per_run]
+    deck.save(str(target))
+    return target
+
+
+def _deflated(size: int, byte: bytes = b" ") -> bytes:
+    """``size`` copies of ``byte`` deflated (zlib level 1: ~200 times, a second per GiB), 1 MiB at a time."""
+    compressor = zlib.compressobj(1)
+    block = byte * (1 << 20)
+    parts = [compressor.compress(block[: min(len(block), size - start)]) for start in range(0, size, len(block))]
+    return b"".join(parts) + compressor.flush()
+
+
+def pdf_stream_bomb(target: Path, inflated: int = 1 << 30, pages: int = 3, bomb_page: int = 2) -> Path:
+    """A ``pages``-page text PDF whose page ``bomb_page`` (1-based) has a content stream of ``inflated`` bytes of
+    spaces (valid content-stream white space), deflated: about 5 MB on disk for 1 GiB."""
+    text_pdf(target, pages)
+    pdf = pymupdf.open(target)
+    page = pdf[bomb_page - 1]
+    [xref] = page.get_contents()[:1]
+    pdf.update_stream(xref, _deflated(inflated), compress=False)
+    pdf.xref_set_key(xref, "Filter", "/FlateDecode")
+    pdf.saveIncr()
+    pdf.close()
+    return target
+
+
+def pdf_huge_image(target: Path, width: int = 100_000, height: int = 100_000, pages: int = 3, image_page: int = 2) -> Path:
+    """A text PDF whose page ``image_page`` shows an RGB image declaring ``width`` x ``height`` pixels (30 GB decoded
+    by default) with a few bytes of data."""
+    from PIL import Image
+
+    text_pdf(target, pages)
+    pdf = pymupdf.open(target)
+    small = io.BytesIO()
+    Image.new("RGB", (64, 64), (200, 30, 30)).save(small, format="PNG")
+    page = pdf[image_page - 1]
+    xref = page.insert_image(pymupdf.Rect(72, 200, 372, 500), stream=small.getvalue())
+    pdf.update_stream(xref, zlib.compress(bytes(4096)), compress=False)
+    for key, value in (("Width", str(width)), ("Height", str(height)), ("Filter", "/FlateDecode"),
+                       ("ColorSpace", "/DeviceRGB"), ("BitsPerComponent", "8"), ("DecodeParms", "null"),
+                       ("SMask", "null")):
+        pdf.xref_set_key(xref, key, value)
+    pdf.saveIncr()
     pdf.close()
     return target

@@ -263,14 +263,14 @@ def test_disk_full_on_a_cli_write_is_one_line_not_a_traceback(root, prepared, mo
 def test_a_full_disk_outside_ragprep_writers_is_one_line_at_the_cli(capsys):
     import typer
 
-    from ragprep.cli import _guarded, _widen_for_pipes
+    from ragprep.cli.common import user_errors, widen_for_pipes
 
-    _widen_for_pipes()  # what every command does first: whole lines on a pipe
+    widen_for_pipes()  # what every command does first: whole lines on a pipe
     def library_write():  # Prefect's database, a library's own file: a raw OSError
         raise OSError(errno.ENOSPC, "No space left on device", "/data/root/.prefect/prefect.db")
 
     with pytest.raises(typer.Exit) as caught:
-        _guarded(library_write)
+        user_errors(library_write)()
     assert caught.value.exit_code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == ["error: no space left on device writing /data/root/.prefect/prefect.db; free space on the disk "

@@ -2,21 +2,25 @@
 
 A slide deck is a zip archive, and python-pptx reads every member into memory when it opens
 one: a 3 MB deck whose slide inflates to 3 GiB would take the process with it. The central
-directory declares each member's uncompressed size, so the check costs nothing but reading
-that directory. A member that inflates to more than it declares (a lying header) cannot get
-past zipfile either: it stops at the declared size and raises on the CRC mismatch, which
-the deck backend reports as a corrupt archive.
+directory declares each member's uncompressed size, so the first check costs nothing but reading
+that directory. A header can lie (a member that inflates to far more than it declares), and
+``zipfile.read`` asks zlib for up to 2 GiB at once before it cuts the output to the declared
+size, so every compressed member is then inflated once as a bounded stream (1 MiB at a time,
+nothing kept): zipfile stops at the declared size and the CRC mismatch fails the deck, naming
+the member, before python-pptx reads anything.
 """
 
 from __future__ import annotations
 
 import zipfile
+import zlib
 from pathlib import Path
 
 from ragprep.settings import LimitsSettings
 from tasks.ingest.extract.base import DocumentError
 
 _FIX = "raise {setting} if the file is trusted"
+_STREAM_CHUNK = 1 << 20
 
 
 def human_bytes(n: float) -> str:
@@ -33,14 +37,37 @@ def check_archive(path: Path, limits: LimitsSettings) -> None:
 
     Checked from the central directory, in this order: each member's declared size against
     ``max_member_bytes``, its compression ratio against ``max_ratio`` (members above
-    ``ratio_min_bytes`` only), and the total against ``max_total_bytes``. A file that is not a
-    zip archive passes: the backend gives the reason it cannot be read.
+    ``ratio_min_bytes`` only), and the total against ``max_total_bytes``; then every compressed
+    member is inflated as a bounded stream to catch a header that under-declares. A file that is
+    not a zip archive passes: the backend gives the reason it cannot be read.
     """
     try:
         with zipfile.ZipFile(path) as archive:
             members = archive.infolist()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
-        return
+            _check_declared(path, members, limits)
+            for info in members:
+                if info.compress_type != zipfile.ZIP_STORED:
+                    _inflate_bounded(path, archive, info)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError):
+        return  # not a readable zip archive (or an encrypted one): the backend gives the reason
+
+
+def _inflate_bounded(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+    """Inflate ``info`` 1 MiB at a time, keeping nothing; zipfile stops at the declared size and checks the CRC:
+    a member that inflates to more than its header says raises ``DocumentError`` naming it."""
+    try:
+        with archive.open(info) as member:
+            while member.read(_STREAM_CHUNK):
+                pass
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise DocumentError(
+            f"{path.name}: archive member {info.filename} is corrupt or inflates to more than its header declares "
+            f"({human_bytes(info.file_size)}): {exc}"
+        ) from None
+
+
+def _check_declared(path: Path, members: list[zipfile.ZipInfo], limits: LimitsSettings) -> None:
+    """Raise ``DocumentError`` when a member's declared size or ratio, or their total, is over ``limits``."""
     total = 0
     for info in members:
         size = info.file_size

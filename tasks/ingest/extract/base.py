@@ -9,11 +9,12 @@ the dispatcher turns into a ``failed`` document row.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragprep.engines.ocr import OcrEngine, OcrResult
+from ragprep.engines.ocr import OcrEngine, OcrResult, OcrTimeout
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from schemas.elements import ElementRow, OcrStatus
@@ -56,6 +57,10 @@ class ExtractContext:
     layout: Layout
     ocr: OcrEngine | None
     progress: ProgressCallback | None = None
+    ocr_deadline: float | None = field(default=None, repr=False)
+    """``time.monotonic()`` after which this document gets no more OCR (set at the first OCR call)."""
+    ocr_skipped: int = field(default=0, repr=False)
+    """Pictures/pages not OCR'd because the document's OCR deadline had passed."""
 
     def report(self, done: int, total: int) -> None:
         """Pass (done, total) units to the progress callback, if any."""
@@ -71,13 +76,30 @@ class ExtractContext:
         reason = self.ocr.unavailable_reason()
         if reason:
             return "unavailable", None, None
+        remaining = self._ocr_time_left()
+        if remaining <= 0:
+            self.ocr_skipped += 1
+            first = self.ocr_skipped == 1
+            budget = self.settings.ocr.document_deadline_s
+            return "error", None, (f"OCR skipped: the document's OCR deadline of {budget:g} s "
+                                   "(ocr.document_deadline_s) has passed; later pictures/pages are not OCR'd") if first else None
         try:
-            result = self.ocr.recognize(image)
+            result = self.ocr.recognize(image, timeout_s=remaining)
+        except OcrTimeout as exc:
+            return "error", None, f"OCR timed out: {exc}"
         except Exception as exc:  # one bad image must not sink the document
             return "error", None, f"OCR failed: {type(exc).__name__}: {exc}"
         if result.n_chars < self.settings.ocr.min_chars or result.mean_confidence < self.settings.ocr.min_mean_confidence:
             return "no_text", result, None
         return "ok", result, None
+
+
+    def _ocr_time_left(self) -> float:
+        """Seconds of OCR left to this document; its clock starts at the first OCR call."""
+        now = time.monotonic()
+        if self.ocr_deadline is None:
+            self.ocr_deadline = now + self.settings.ocr.document_deadline_s
+        return self.ocr_deadline - now
 
 
 def dumps_meta(**facts: object) -> str:

@@ -1,7 +1,10 @@
 """PDF books and reports with PyMuPDF: text blocks in reading order, tables, images, OCR.
 
-Per page: text blocks (sorted top-to-bottom, left-to-right), headings recognised by
-font size and weight relative to the document's body text, tables found by
+Per page: text blocks in column-aware reading order (``pdf_order``), less running heads,
+feet and page numbers (``pdf_running``), headings recognised by font size and weight relative
+to the document's body text, text-layer health checked (``pdf_health``: lost word spaces are
+re-read from glyph positions, lost glyphs send the page to OCR; each element records its
+``text_source``), tables found by
 ``find_tables`` (line strategy, without the layout model) rendered as Markdown with
 the text they cover removed from the blocks, embedded images saved once
 (content-addressed), and OCR of the rendered page when the page has no text layer or
@@ -14,6 +17,7 @@ OCR (a Tesseract subprocess) runs outside it, so documents still overlap there.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections import Counter
@@ -35,6 +39,19 @@ from tasks.ingest.extract.base import (
     dumps_meta,
 )
 from tasks.ingest.extract.markdown import markdown_table, quote_block
+from tasks.ingest.extract.pdf_health import lost_glyphs, lost_spaces, spaced_block_text
+from tasks.ingest.extract.pdf_limits import page_refusal
+from tasks.ingest.extract.pdf_order import reading_order
+from tasks.ingest.extract.pdf_running import PlacedText, running_indices
+from tasks.ingest.extract.pdf_tables import (
+    CAPTION_GAP_PT,
+    continues,
+    fill_row_spans,
+    header_rows,
+    is_caption,
+    mark_totals,
+    total_rows,
+)
 
 BOLD_FONT_RE = re.compile(r"bold|black|heavy|semibold|demi|[-,]b\b|bx", re.IGNORECASE)
 CID_RE = re.compile(r"\(cid:\d+\)")
@@ -79,17 +96,52 @@ class _Block:
     n_lines: int
     heading_level: int | None = None
     """1 for a chapter-size heading, 2 for a section heading, None for body text."""
+    text_source: str = "text"
+    """text (the text layer as is), repaired (word spaces re-read from glyph positions)."""
+    source_reason: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Table:
-    """A detected table rendered as Markdown."""
+    """A detected table: its cell texts (row spans filled), rendered as Markdown."""
 
     bbox: BBox
-    markdown: str
-    """The table as a Markdown table (merged cells repeated)."""
-    rows: int
+    cells: list[list[str | None]]
     cols: int
+    caption: str | None = None
+    continued_pages: list[int] = field(default_factory=list)
+    """Pages the table continues on (joined into this one)."""
+
+    @property
+    def rows(self) -> int:
+        """Number of rows."""
+        return len(self.cells)
+
+    @property
+    def markdown(self) -> str:
+        """The caption (bold), the table as Markdown (header row detected, totals in bold), a continuation note."""
+        totals = total_rows(self.cells)
+        grid = mark_totals(self.cells, totals)
+        if not header_rows(self.cells):
+            grid = [[""] * self.cols] + grid  # no header row in the table: an empty Markdown header
+        text = markdown_table(grid)
+        if text and self.caption:
+            text = f"**{self.caption}**\n\n{text}"
+        if text and self.continued_pages:
+            pages = ", ".join(str(p) for p in self.continued_pages)
+            text += f"\n\n(Table continued on page {pages}; joined here.)"
+        return text
+
+    def facts(self) -> dict:
+        """The element meta of the table."""
+        return {
+            "rows": self.rows,
+            "cols": self.cols,
+            "header_rows": header_rows(self.cells),
+            "total_rows": total_rows(self.cells) or None,
+            "caption": self.caption,
+            "continued_pages": self.continued_pages or None,
+        }
 
 
 @dataclass(frozen=True)
@@ -148,6 +200,8 @@ class _Page:
     ocr_png: bytes | None = None
     ocr_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    n_running: int = 0
+    """Running heads, feet and page numbers removed from the page."""
 
 
 def _check_header(path: Path) -> None:
@@ -161,7 +215,12 @@ def _check_header(path: Path) -> None:
         raise DocumentError(f"{path.name}: not a PDF (no %PDF- header in the first 1 KiB)")
 
 
-def _read_blocks(page_number: int, text_dict: dict) -> list[_Block]:
+def _span_text(span: dict) -> str:
+    return span["text"] if "text" in span else "".join(c["c"] for c in span.get("chars", []))
+
+
+def _read_blocks(page_number: int, text_dict: dict, spaced: bool = False) -> list[_Block]:
+    """The page's text blocks; ``spaced``: ``text_dict`` is a rawdict and word spaces are read from glyph gaps."""
     blocks: list[_Block] = []
     for block in text_dict.get("blocks", []):
         if block.get("type", 0) != 0:
@@ -169,16 +228,16 @@ def _read_blocks(page_number: int, text_dict: dict) -> list[_Block]:
         lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
         for line in block.get("lines", []):
             spans = line.get("spans", [])
-            lines.append("".join(span["text"] for span in spans))
+            lines.append("".join(_span_text(span) for span in spans))
             for span in spans:
-                count = len(span["text"].strip())
+                count = len(_span_text(span).strip())
                 if not count:
                     continue
                 sizes[round(span["size"] * 2) / 2] += count
                 n_chars += count
                 if span["flags"] & 16 or BOLD_FONT_RE.search(span.get("font", "")):
                     bold_chars += count
-        text = join_lines(lines)
+        text = spaced_block_text(block) if spaced else join_lines(lines)
         if not text:
             continue
         size = sizes.most_common(1)[0][0] if sizes else 0.0
@@ -248,8 +307,8 @@ def _assign_headings(blocks: list[_Block]) -> float:
     candidates = []
     for block in blocks:
         short = len(block.text) <= 120 and block.n_lines <= 3 and not block.text.endswith((".", ",", ";"))
-        if not short or not re.search(r"[^\W\d_]{2}", block.text):
-            continue
+        if not short or not re.search(r"[^\W\d_]{2}", block.text) or block.text[:1].islower():
+            continue  # a line starting in lower case continues a sentence: bold words, not a heading
         if block.size >= body * 1.2 or (block.bold and block.size >= body * 1.05):
             candidates.append(block)
     sizes = sorted({b.size for b in candidates}, reverse=True)[:3]
@@ -329,19 +388,30 @@ def _find_tables(page: pymupdf.Page, textpage: pymupdf.TextPage, result: _Page) 
     for table in found_tables:
         if words is None:
             words = page.get_text("words", textpage=textpage)
-        rows = _table_rows(table, words)
-        markdown = markdown_table(rows)
-        if not markdown:
+        rows = fill_row_spans([row.cells for row in table.rows], [row.bbox for row in table.rows], _table_rows(table, words))
+        if not markdown_table(rows):
             continue
         box = tuple(round(v, 2) for v in table.bbox)
-        tables.append(_Table(bbox=box, markdown=markdown, rows=len(rows), cols=table.col_count))
+        tables.append(_Table(bbox=box, cells=rows, cols=table.col_count))
     return tables
 
 
-def _text_blocks(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, tables: list[_Table]) -> list[_Block]:
-    """Text blocks in reading order, less those lying inside a table."""
-    text_dict = page.get_text("dict", textpage=textpage, sort=True)
-    return [b for b in _read_blocks(number, text_dict) if not any(_inside(b.bbox, t.bbox) for t in tables)]
+def _text_blocks(
+    page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, tables: list[_Table], spaced: bool = False
+) -> list[_Block]:
+    """Text blocks, less those lying inside a table; ``spaced``: word spaces re-read from glyph positions."""
+    text_dict = page.get_text("rawdict" if spaced else "dict", textpage=textpage, sort=True)
+    return [b for b in _read_blocks(number, text_dict, spaced) if not any(_inside(b.bbox, t.bbox) for t in tables)]
+
+
+def _repair_spacing(page: pymupdf.Page, textpage: pymupdf.TextPage, result: _Page) -> None:
+    """Re-read the page's blocks with word spaces from glyph gaps when its text has lost them."""
+    reason = lost_spaces(" ".join(b.text for b in result.blocks))
+    if not reason:
+        return
+    result.blocks = _text_blocks(page, textpage, result.number, result.tables, spaced=True)
+    for block in result.blocks:
+        block.text_source, block.source_reason = "repaired", reason
 
 
 def _text_quality(blocks: list[_Block], tables: list[_Table]) -> _TextQuality:
@@ -351,13 +421,13 @@ def _text_quality(blocks: list[_Block], tables: list[_Table]) -> _TextQuality:
     return _TextQuality(n_chars=n_chars, garbage=garbage_ratio(page_text))
 
 
-def _ocr_reason(page: pymupdf.Page, quality: _TextQuality, settings: Settings) -> str | None:
-    """Why the page needs OCR (no text layer, or unreadable text), or None."""
+def _ocr_reason(page: pymupdf.Page, quality: _TextQuality, settings: Settings, blocks: list[_Block]) -> str | None:
+    """Why the page needs OCR (no text layer, unreadable text, lost glyphs), or None."""
     if quality.n_chars < settings.pdf.min_text_chars and (page.get_images() or len(page.get_cdrawings()) > 50):
         return "no text layer"
     if quality.garbage > settings.pdf.garbage_threshold:
         return f"unreadable text ({quality.garbage:.0%} garbage characters)"
-    return None
+    return lost_glyphs(" ".join(b.text for b in blocks), [b.text for b in blocks])
 
 
 def _render_for_ocr(page: pymupdf.Page, settings: Settings) -> bytes:
@@ -429,12 +499,14 @@ def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xref
     if settings.pdf.tables:
         result.tables = _find_tables(page, textpage, result)
     result.blocks = _text_blocks(page, textpage, result.number, result.tables)
+    _repair_spacing(page, textpage, result)
     quality = _text_quality(result.blocks, result.tables)
-    result.ocr_reason = _ocr_reason(page, quality, settings)
+    result.ocr_reason = _ocr_reason(page, quality, settings, result.blocks)
     if result.ocr_reason and settings.ocr.enabled:
         result.ocr_png = _render_for_ocr(page, settings)
-    if result.ocr_reason and quality.garbage > settings.pdf.garbage_threshold:
-        result.blocks, result.tables = [], []  # garbage is not kept beside its OCR
+    unusable = quality.garbage > settings.pdf.garbage_threshold or result.ocr_reason and result.ocr_reason.startswith("lost")
+    if result.ocr_reason and unusable and (settings.ocr.enabled or quality.garbage > settings.pdf.garbage_threshold):
+        result.blocks, result.tables = [], []  # unusable text is not kept beside its OCR
     if settings.pdf.save_images:
         result.images = _save_images(doc, page, ctx, seen_xrefs, result)
     return result
@@ -460,7 +532,8 @@ def _scan_pages(doc: pymupdf.Document, n_pages: int, ctx: ExtractContext, warnin
         for index in range(n_pages):
             try:
                 with PDF_LOCK:
-                    scanned = _scan_page(doc, index, ctx, seen_xrefs)
+                    refusal = page_refusal(doc, index, ctx.settings.limits)  # sized before anything decodes
+                    scanned = _Page(number=index + 1, warnings=[refusal]) if refusal else _scan_page(doc, index, ctx, seen_xrefs)
             except Exception as exc:
                 warnings.append(f"page {index + 1}: unreadable: {type(exc).__name__}: {exc}")
                 scanned = _Page(number=index + 1)
@@ -473,20 +546,68 @@ def _scan_pages(doc: pymupdf.Document, n_pages: int, ctx: ExtractContext, warnin
     return pages
 
 
+def _strip_running(pages: list[_Page]) -> None:
+    """Remove running heads, feet and page numbers (lines repeated at one place across pages) from every page."""
+    placed = [[PlacedText(p.number, b.bbox, b.text) for b in p.blocks] for p in pages]
+    for page, drop in zip(pages, running_indices(placed, len(pages))):
+        page.n_running = len(drop)
+        page.blocks = [b for i, b in enumerate(page.blocks) if i not in drop]
+
+
+def _attach_captions(page: _Page) -> None:
+    """Move a caption block ("Table 3 ...") right above or below a table into the table."""
+    for table in page.tables:
+        for block in page.blocks:
+            above = 0 <= table.bbox[1] - block.bbox[3] <= CAPTION_GAP_PT
+            below = 0 <= block.bbox[1] - table.bbox[3] <= CAPTION_GAP_PT
+            if (above or below) and is_caption(block.text) and table.caption is None:
+                table.caption = block.text
+                page.blocks = [b for b in page.blocks if b is not block]
+                break
+
+
+def _is_last(page: _Page, table: _Table) -> bool:
+    return not any(b.bbox[1] >= table.bbox[3] - 2 for b in page.blocks) and table is max(page.tables, key=lambda t: t.bbox[3])
+
+
+def _is_first(page: _Page, table: _Table) -> bool:
+    return not any(b.bbox[3] <= table.bbox[1] + 2 for b in page.blocks) and table is min(page.tables, key=lambda t: t.bbox[1])
+
+
+def _join_continued(pages: list[_Page]) -> None:
+    """Join a table that runs on at the top of the next page (same columns, nothing between) into one."""
+    for page, following in zip(pages, pages[1:]):
+        if not page.tables or not following.tables or following.number != page.number + 1:
+            continue
+        last = max(page.tables, key=lambda t: t.bbox[3])
+        first = min(following.tables, key=lambda t: t.bbox[1])
+        if last.cols != first.cols or not _is_last(page, last) or not _is_first(following, first):
+            continue
+        last.cells += continues(last.cells, first.cells)
+        last.continued_pages += [following.number] + first.continued_pages
+        last.caption = last.caption or first.caption
+        following.tables = [t for t in following.tables if t is not first]
+
+
 def _page_items(page: _Page) -> list[_Item]:
-    """The page's blocks, tables and images, sorted top-to-bottom then left-to-right."""
+    """The page's blocks, tables and images in column-aware reading order."""
     items: list[_Item] = []
     for block in page.blocks:
         kind = "title" if block.heading_level else "text"
-        meta = {"font_size": block.size, "heading_level": block.heading_level, "bold": block.bold or None}
+        meta = {
+            "font_size": block.size,
+            "heading_level": block.heading_level,
+            "bold": block.bold or None,
+            "text_source": block.text_source,
+            "text_source_reason": block.source_reason,
+        }
         items.append(_Item(kind, block.text, block.bbox, meta))
     for table in page.tables:
-        items.append(_Item("table", table.markdown, table.bbox, {"rows": table.rows, "cols": table.cols}))
+        items.append(_Item("table", table.markdown, table.bbox, table.facts()))
     for image in page.images:
         text = f"![Image on page {page.number} ({image.width}x{image.height} px)]({image.rel_path})"
         items.append(_Item("picture", text, image.bbox, {"note": image.note}, image))
-    items.sort(key=lambda item: (item.bbox[1], item.bbox[0]))
-    return items
+    return [items[i] for i in reading_order([item.bbox for item in items])]
 
 
 def _element_row(ctx: ExtractContext, page_number: int, order: int, item: _Item) -> ElementRow:
@@ -506,6 +627,7 @@ def _element_row(ctx: ExtractContext, page_number: int, order: int, item: _Item)
         image_width=image.width if image else None,
         image_height=image.height if image else None,
         extractor="pymupdf",
+        text_source=item.meta.pop("text_source", None) or ("text" if item.kind in ("title", "text", "table") else None),
         meta=dumps_meta(**item.meta, sha256=image.sha256 if image else None),
     )
 
@@ -529,6 +651,7 @@ def _ocr_row(ctx: ExtractContext, page: _Page, order: int, warnings: list[str]) 
         text=text,
         ocr_text=result.text if result else None,
         ocr_status=status,
+        text_source="ocr" if status == "ok" else None,
         extractor="pymupdf+tesseract",
         meta=dumps_meta(reason=page.ocr_reason, mean_confidence=result.mean_confidence if result else None),
     )
@@ -540,6 +663,32 @@ def _page_elements(page: _Page, ctx: ExtractContext, warnings: list[str]) -> lis
     if page.ocr_reason:
         rows.append(_ocr_row(ctx, page, len(rows), warnings))
     return rows
+
+
+PLACEHOLDER_TITLE_RE = re.compile(r"^(untitled|제목\s*없음|microsoft word\b.*|.*\.(docx?|hwpx?|pdf|pptx?)|[\w/.-]*\d[\w/.-]*)$", re.IGNORECASE)
+
+
+def dedup_title(text: str) -> str:
+    """A title set twice ("X X", or the same words repeated) once."""
+    flat = " ".join(text.split())
+    words = flat.split(" ")
+    half = len(words) // 2
+    if len(words) % 2 == 0 and half and words[:half] == words[half:]:
+        return " ".join(words[:half])
+    return flat
+
+
+def document_title(metadata_title: str | None, elements: list[ElementRow]) -> str | None:
+    """The metadata title when it reads as one, else the largest heading of the first pages, de-duplicated."""
+    if metadata_title and not PLACEHOLDER_TITLE_RE.match(metadata_title.strip()) and re.search(r"[^\W\d_]{3}", metadata_title):
+        return dedup_title(metadata_title)
+    headings = [e for e in elements if e.kind == "title" and e.number <= 2]
+    if not headings:
+        return None
+    levels = [json.loads(e.meta or "{}").get("heading_level") or 9 for e in headings]
+    top = min(levels)
+    first = [e.text for e, level in zip(headings, levels) if level == top]
+    return dedup_title(first[0])[:200] or None
 
 
 def extract_pdf(path: Path, ctx: ExtractContext) -> ExtractedDocument:
@@ -554,13 +703,16 @@ def extract_pdf(path: Path, ctx: ExtractContext) -> ExtractedDocument:
         raise DocumentError(f"{path.name}: PDF has no pages")
     warnings: list[str] = []
     pages = _scan_pages(doc, n_pages, ctx, warnings)
+    _strip_running(pages)
+    for page in pages:
+        _attach_captions(page)
+    _join_continued(pages)
     _assign_headings([block for page in pages for block in page.blocks])
     elements: list[ElementRow] = []
     for page in pages:
         elements.extend(_page_elements(page, ctx, warnings))
     n_ocr = sum(1 for e in elements if e.kind == "ocr_page" and e.ocr_status == "ok")
-    if title is None:
-        title = next((e.text for e in elements if e.kind == "title"), None)
+    title = document_title(title, elements)
     return ExtractedDocument(
         format="pdf",
         n_units=n_pages,

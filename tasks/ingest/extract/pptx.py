@@ -38,6 +38,7 @@ from tasks.ingest.extract.markdown import (
     markdown_table,
     quote_block,
 )
+from tasks.ingest.extract.ocr_text import clean_ocr_text
 
 EMU_PER_POINT = 12700
 OLE_MAGIC = bytes.fromhex("D0CF11E0A1B11AE1")
@@ -367,7 +368,11 @@ class _SlideBuilder:
             if ocr_status == "ok" and result is not None:
                 ocr_text = result.text
                 self.n_ocr += 1
-                text += "\n\n" + quote_block(f'OCR text of picture "{_one_line(label)}"', result.text)
+                cleaned = clean_ocr_text(result.text)  # garbage lines out, spaced-out syllables joined
+                if cleaned:
+                    text += "\n\n" + quote_block(f'OCR text of picture "{_one_line(label)}"', cleaned)
+                else:
+                    meta_note = "OCR text was no words (left out of the chunk; kept in ocr_text)"
         self.add(
             "picture",
             text,

@@ -1,6 +1,6 @@
 """Versioned, strict prompt templates.
 
-One TOML file per prompt version under ``prompts/<id>/v<version>.toml`` with ``id``,
+One TOML file per prompt version under ``ragprep/prompts/<id>/v<version>.toml`` (package data) with ``id``,
 ``version``, ``description``, ``system`` and ``user`` (Jinja2). Rendering is strict:
 a variable the template uses but the caller did not pass is an error, and so is a
 variable passed but never used (a typo would otherwise silently drop an input).
@@ -12,6 +12,8 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from functools import cached_property
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import jinja2
@@ -20,7 +22,8 @@ from jinja2 import meta
 from ragprep.errors import RagprepError
 from ragprep.ids import sha256_bytes
 
-DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
+DEFAULT_PROMPTS_DIR: Traversable = files(__name__)
+"""The prompt folders shipped with ragprep (package data of ``ragprep.prompts``, found through importlib.resources)."""
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
@@ -70,15 +73,18 @@ class PromptTemplate:
             raise PromptError(f"prompt {self.ref} ({self.path}): {exc}") from exc
 
 
-def load_prompt(prompt_id: str, version: int | None = None, prompts_dir: Path = DEFAULT_PROMPTS_DIR) -> PromptTemplate:
+def load_prompt(
+    prompt_id: str, version: int | None = None, prompts_dir: Path | Traversable = DEFAULT_PROMPTS_DIR
+) -> PromptTemplate:
     """The given version of a prompt, or its highest version."""
     folder = prompts_dir / prompt_id
-    versions = sorted(int(p.stem[1:]) for p in folder.glob("v*.toml") if p.stem[1:].isdigit())
+    names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    versions = sorted(int(n[1:-5]) for n in names if n.startswith("v") and n.endswith(".toml") and n[1:-5].isdigit())
     if not versions:
         raise PromptError(f"no prompt templates for {prompt_id!r} under {folder}")
     chosen = versions[-1] if version is None else version
     path = folder / f"v{chosen}.toml"
-    if not path.exists():
+    if not path.is_file():
         raise PromptError(f"prompt {prompt_id}@{chosen} not found; available versions: {versions}")
     raw = path.read_bytes()
     try:

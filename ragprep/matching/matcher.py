@@ -20,23 +20,31 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from tasks.refmatch.scoring import Candidate, Span, SpanScorer
-from tasks.refmatch.sentences import Sentence, split_sentences
+from ragprep.matching.scoring import Candidate, Span, SpanScorer
+from ragprep.matching.sentences import Sentence, split_sentences
+from ragprep.settings import RefmatchSettings
+
+_REFMATCH = RefmatchSettings.model_fields
 
 
 @dataclass(frozen=True)
 class MatchOptions:
-    """The matcher's knobs (``refmatch`` settings)."""
+    """The matcher's knobs: the ``refmatch`` settings group's (its defaults are that group's, never restated here)."""
 
-    max_span_sentences: int = 3
-    span_candidates: int = 2
-    segment_penalty: float = 0.05
-    null_score: float = 0.35
-    threshold: float = 0.5
+    max_span_sentences: int = _REFMATCH["max_span_sentences"].default
+    span_candidates: int = _REFMATCH["span_candidates"].default
+    segment_penalty: float = _REFMATCH["segment_penalty"].default
+    null_score: float = _REFMATCH["null_score"].default
+    threshold: float = _REFMATCH["threshold"].default
+
+    @classmethod
+    def from_settings(cls, refmatch: RefmatchSettings) -> MatchOptions:
+        """The options a ``refmatch`` settings group sets."""
+        return cls(**{f.name: getattr(refmatch, f.name) for f in fields(cls)})
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ not flagged again: its only segment is the whole answer.
 
 from __future__ import annotations
 
-from tasks.refmatch.matcher import MatchOptions, match_sentences
-from tasks.refmatch.scoring import BlendScorer, Candidate
-from tasks.refmatch.sentences import split_sentences
+from ragprep.matching.matcher import MatchOptions, match_sentences
+from ragprep.matching.scoring import BlendScorer, Candidate
+from ragprep.matching.sentences import split_sentences
 
 CODE = "unsupported_segment"
 QUOTE_CHARS = 160

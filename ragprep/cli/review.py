@@ -1,0 +1,91 @@
+"""QA review commands: ``qa`` (the stage, or ``qa audit``) and ``review report`` / ``review apply``."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ragprep.cli.common import RootOption, console, err, print_report, settings_for, user_errors
+from ragprep.cli.pipeline import stage_command
+from ragprep.storage import Layout
+
+
+def qa(ctx: typer.Context, root: RootOption = None) -> None:
+    """Without a subcommand: the qa stage (``STAGE_HELP["qa"]``). ``ragprep qa audit`` prints the audit instead."""
+    if ctx.invoked_subcommand is None:
+        stage_command("qa")(root)
+    else:
+        ctx.obj = root  # `ragprep qa --root DIR audit` works too
+
+
+class AuditFormat(str, Enum):
+    """``qa audit --format``."""
+
+    table = "table"
+    json = "json"
+
+
+@user_errors
+def qa_audit(
+    ctx: typer.Context,
+    root: RootOption = None,
+    version: Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the working tables).")] = None,
+    format: Annotated[AuditFormat, typer.Option("--format", "-f", help="Output format.")] = AuditFormat.table,
+) -> None:
+    """The critic's usable share by document, question type and modality; pairs by status and flag; review outcomes.
+
+    Review outcomes: decisions by kind, and the share of spot-checked auto-approved pairs (approved with no
+    flags before an expert decided) that experts rejected. --version audits a dataset version instead.
+    """
+    settings = settings_for(root or ctx.obj)
+    from tasks.qa.audit import run_audit
+
+    audit = run_audit(settings.root, version, settings.dataset_uri)
+    if format is AuditFormat.json:
+        sys.stdout.write(audit.model_dump_json(indent=2) + "\n")
+        return
+    for report in audit.reports():
+        print_report(report)
+
+
+@user_errors
+def review_report(
+    root: RootOption = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", help="Where to write the HTML (default ROOT/review/report-<build>.html).")
+    ] = None,
+) -> None:
+    """Write the self-contained HTML review report: flagged QA pairs and a spot-check sample of auto-approved ones."""
+    settings = settings_for(root)
+    from tasks.qa.review_report import write_review_report
+
+    if not Layout(settings.root).table_path("qa_pairs").exists():
+        err.print(f"[red]error:[/red] no qa_pairs under {settings.root}; run `ragprep qa --root {settings.root}` first")
+        raise typer.Exit(2)
+    path = write_review_report(
+        settings.root, out, spot_check_share=settings.qa.spot_check_share, spot_check_min=settings.qa.spot_check_min
+    )
+    console.print(f"review report: {path}")
+
+
+@user_errors
+def review_apply(
+    file: Annotated[Path, typer.Argument(help="decisions JSON exported from the review report.")],
+    root: RootOption = None,
+) -> None:
+    """Store review decisions (kept for every later build) and apply them to the QA pairs."""
+    from tasks.qa.review import apply_decisions_file
+
+    settings = settings_for(root)
+    report = apply_decisions_file(file, settings.root)
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(report.counts.items()))
+    console.print(f"{report.decisions} decisions from {file} ({counts}); {report.applied} applied to current QA pairs")
+    if report.unknown_qa_ids:
+        console.print(
+            f"[yellow]{len(report.unknown_qa_ids)} decision(s) name QA pairs that do not exist now[/yellow] "
+            f"(kept in the review table, applied if they reappear): {', '.join(report.unknown_qa_ids[:10])}"
+        )

@@ -1,0 +1,105 @@
+"""Validating the names a question gives a document or a section, and finding a better one.
+
+A handle is what users know a document by. The titles a PDF offers are often not one: a page running head
+("Nat'l Highway Traffic Safety Admin., DOT § 571.201" on every page), a cover placeholder ("Agreement",
+"책갈피"), a document symbol ("E/ECE/324/Add"), a heading the PDF repeats ("X X"), or a name with mis-decoded
+glyphs (a middle dot read as the jamo 'ᆞ', ligatures). Each check is a registered generator rule; a title that
+fails them is not used, and a regulation or standard is named by the identifier its own text uses most
+("Regulation No. 16", "Standard No. 201") instead. A question that would need a handle no check passes is
+not generated (``rules.where`` returns '').
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+
+from tasks.qa.registry import rule
+
+_JAMO_DOTS = str.maketrans({"\u119e": "·", "\u318d": "·", "\u2027": "·"})
+
+
+def clean_name(text: str) -> str:
+    """A name with its glyphs repaired: NFKC (ligatures ﬁ -> fi), a mis-decoded middle dot (ᆞ) made '·', spaces squeezed."""
+    text = unicodedata.normalize("NFKC", text or "").translate(_JAMO_DOTS)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", clean_name(text).casefold()))
+
+
+@rule("generate.handle.doubled", "generate", "a candidate document title", "its words repeat twice ('X X'): use one half")
+def undouble(title: str) -> str:
+    """The title without a repetition of itself ("Roof Strength Roof Strength" -> "Roof Strength")."""
+    words = title.split()
+    half = len(words) // 2
+    if len(words) >= 2 and len(words) % 2 == 0 and _norm(" ".join(words[:half])) == _norm(" ".join(words[half:])):
+        return " ".join(words[:half])
+    return title
+
+
+_PLACEHOLDER_WORDS = frozenset("agreement document report presentation untitled title slide slides contents draft "
+                               "template annex appendix 책갈피 제목 목차 문서".split())
+
+
+@rule("generate.handle.placeholder", "generate", "a candidate document title",
+      "one word without digits, a known placeholder, or a document symbol without lower-case words (E/ECE/324/Add)")
+def placeholder(title: str) -> bool:
+    """True when the title names no document: a placeholder word, one bare word, or a filing symbol."""
+    words = re.findall(r"[^\W_]+", title)
+    if not words or _norm(title) in _PLACEHOLDER_WORDS:
+        return True
+    if len(words) == 1 and not re.search(r"\d", title) and not title.isupper():
+        return True
+    return "/" in title and not re.search(r"[a-z]{3,}\s+[a-z]{3,}", title)
+
+
+@rule("generate.handle.running_head", "generate", "a candidate title and the document's chunks",
+      "it heads two or more chunks that are not parts of one split section (a page running head)")
+def running_heads(titles_with_parts: Sequence[tuple[str, int]]) -> set[str]:
+    """The titles (normalised, digits masked) that head two or more chunks starting a section (``part_index`` 0):
+    running heads, which differ from page to page only in their numbers."""
+    counts = Counter(digitless(t) for t, part in titles_with_parts if part == 0 and t)
+    return {t for t, n in counts.items() if n >= 2}
+
+
+def is_running_head(title: str, heads: set[str]) -> bool:
+    """True when ``title`` (or one level of it, "A / B") is among the running ``heads``."""
+    return digitless(title) in heads or any(digitless(p) in heads for p in title.split(" / "))
+
+
+_IDENTIFIER_RES = (
+    (re.compile(r"§\s?571\.(\d{3}[a-z]?)\b"), "FMVSS No. {0}"),  # 49 CFR 571: the Federal Motor Vehicle Safety Standards
+    (re.compile(r"\bFMVSS\s+(?:No\.\s?)?(\d{3}[a-z]?)\b"), "FMVSS No. {0}"),
+    (re.compile(r"\b(?:UN\s+)?Regulation\s+No\.\s?(\d{1,3})\b"), "UN Regulation No. {0}"),
+    (re.compile(r"\bStandard\s+No\.\s?(\d{3}[a-z]?)\b"), "Standard No. {0}"),
+)
+
+
+def _found(text: str) -> list[tuple[int, str]]:
+    return sorted((m.start(), form.format(*m.groups())) for pattern, form in _IDENTIFIER_RES for m in pattern.finditer(text))
+
+
+@rule("generate.handle.identifier", "generate", "the chunk titles and first pages of a document whose title failed the checks",
+      "the standard or regulation number its running heads repeat, else the first one its first pages name, becomes its name")
+def identifier(titles: Sequence[str], first_pages: Sequence[str]) -> str:
+    """The identifier a regulation or standard goes by ("FMVSS No. 201", "UN Regulation No. 16"), or ''.
+
+    Its running heads name it on every page (two titles at least); otherwise its cover names it before any
+    other regulation it cites."""
+    in_titles = Counter(name for title in titles for _, name in _found(title))
+    if in_titles and in_titles.most_common(1)[0][1] >= 2:
+        return in_titles.most_common(1)[0][0]
+    for text in first_pages:
+        found = _found(text)
+        if found:
+            return found[0][1]
+    return ""
+
+
+def digitless(text: str) -> str:
+    """The normalised text without its digits: running heads of one family differ only in numbers."""
+    return re.sub(r"\d+", "#", _norm(text))

@@ -1,0 +1,141 @@
+"""Generator rules for requirements and test conditions: the limits a regulation or protocol sets.
+
+A requirement sentence ("The deceleration of the head form shall not exceed 80 g ...", "... shall be at least
+250 mm", "≤ 700", "... 이하") becomes a limit question that names the document and, when the paragraph is
+numbered, the paragraph: "According to paragraph S5.1 of FMVSS No. 201, what limit applies to the deceleration of
+the head form?" The answer is the requirement clause itself, a complete span of the chunk. A test condition
+("... at a speed of 32 ± 1 km/h", "... a mass of 1,300 kg") becomes a condition question about the quantity.
+Sentences whose subject is not a clean noun phrase (a pronoun, a clause, a fragment) give no question, and
+nothing is asked without a document handle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from tasks.qa.handles import clean_name
+from tasks.qa.registry import rule
+from tasks.qa.rules.text import Candidate, ChunkView, _lower_first, doc_phrase, paragraphs, sentences, where
+
+_NUMBER = r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|°|[a-zA-Zµ/²]{1,6}\b)?"
+_LIMIT_RE = re.compile(
+    r"\b(?:shall|must|should|will)\s+(?:not\s+)?(?:be\s+)?(?:exceed|(?:at\s+(?:least|most))|(?:not\s+)?(?:less|more|greater|lower|"
+    r"higher)\s+than|no\s+(?:less|more|greater)\s+than|(?:a\s+)?(?:maximum|minimum)\s+of|between|within|below|above|"
+    r"equal\s+to\s+or\s+(?:less|greater)\s+than)\b[^.;]*?\d"
+    r"|\b(?:shall|must)\b[^.;]{0,80}?\b(?:(?:less|more|greater|lower|higher)\s+than|(?:minimum|maximum)\b[^.;]{0,30}?)\s*\d"
+    r"|[≤≥]\s?\d",
+    re.IGNORECASE,
+)
+_SUBJECT_RE = re.compile(r"^(?P<subject>[A-Z][^,;:()]{3,110}?)\s(?P<verb>shall|must)\s")
+_NOT_SUBJECT_START = frozenset("it this that these those they there if when where in for after before during as at on with "
+                               "no none such".split())
+_INNER_MODIFIER_RE = re.compile(r",\s(?:as|when)\s(?:measured|tested|determined|specified|calculated)\b[^,]{0,80},", re.IGNORECASE)
+_CONDITION_PREFIX_RE = re.compile(
+    r"^(?:When|Where)\s+(?:tested|measured|determined|calculated)\s+(?:in accordance with|as prescribed in|according to)\s+"
+    r"(?:paragraph|annex|S)\s?[\dA-Z][\w.]*\.?,?\s+",
+    re.IGNORECASE,
+)
+_CONDITION_RE = re.compile(r"^(?P<condition>(?:If|In the case of|For|Where|When)\s[^,;]{5,110}),\s+(?P<rest>.+)$")
+_MODIFIER_RE = re.compile(r"\s(?:as prescribed|in accordance with|determined as|when (?:tested|measured)|in the test|"
+                          r"according to|specified in|referred to in)\b.*$", re.IGNORECASE)
+_CLAUSE_WORDS = frozenset("which that who when where if because although while unless whether is are was were has have".split())
+_VAGUE_WORDS = frozenset("above below following said such this these those it its their same other former latter".split())
+_DETERMINERS = frozenset("the each any all every a an of in on for to at by with and or".split())
+_UNIT_VALUE_RE = re.compile(r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|per\s?cent|°|º|[a-zA-Zµ]{1,6}\b|[≤≥])|[≤≥]\s?\d")
+_PARAGRAPH_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*|\d+(?:\.\d+){1,5})\.?\s")
+
+
+def _condition(sentence: str) -> tuple[str, str]:
+    """(the leading condition "if the retractor is part of a lap belt", the main clause), or ('', sentence)."""
+    found = _CONDITION_RE.match(_PARAGRAPH_NUMBER_RE.sub("", sentence))
+    if not found or re.search(r"\b(?:above|below|paragraphs?|annex)\b|\d", found.group("condition"), re.IGNORECASE):
+        return "", sentence
+    condition = found.group("condition")
+    return condition[:1].lower() + condition[1:], found.group("rest")
+
+
+def _subject(sentence: str) -> tuple[str, str] | None:
+    """(subject, the clause from the subject on) of a requirement sentence, or None when its subject is not a clean noun phrase."""
+    raw = _CONDITION_PREFIX_RE.sub("", _PARAGRAPH_NUMBER_RE.sub("", sentence))
+    body = raw[:1].upper() + raw[1:]
+    match = _SUBJECT_RE.match(_INNER_MODIFIER_RE.sub("", body))
+    if not match or match.group("subject").split()[0].lower() in _NOT_SUBJECT_START:
+        return None
+    subject = _MODIFIER_RE.sub("", match.group("subject").strip())
+    words = subject.lower().split()
+    if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}", subject):
+        return None
+    if _VAGUE_WORDS & set(words) or len([w for w in words if w not in _DETERMINERS]) < 2:
+        return None  # "the threshold", "the load quoted above": which one only the chunk says
+    if not _UNIT_VALUE_RE.search(body[match.end():]):
+        return None  # the limit is a reference ("the limit indicated in paragraph 6.2.2.5"), not a value
+    return subject, raw  # the clause as the chunk writes it
+
+
+def _paragraph_number(markdown: str, sentence: str) -> str:
+    """The number of the numbered paragraph holding ``sentence`` ("S5.1", "5.2.3"), or ''."""
+    for paragraph in paragraphs(markdown):
+        if sentence[:60] in paragraph:
+            found = _PARAGRAPH_NUMBER_RE.match(paragraph)
+            return found.group("number") if found else ""
+    return ""
+
+
+def _place(view: ChunkView, number: str) -> str:
+    doc = doc_phrase(view)
+    if number and doc:
+        return f"paragraph {number} of {doc}"
+    return where(view)
+
+
+@rule("generate.requirement.limit", "generate", "a sentence of a regulation or protocol with shall/must and a limit "
+      "(not exceed, at least, not less than, ≤, ≥) and a number", "numeric")
+def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """Limit questions from requirement sentences, naming the document and the numbered paragraph."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    for sentence in sentences(view.markdown):
+        if not _LIMIT_RE.search(sentence):
+            continue
+        condition, main = _condition(sentence)
+        found = _subject(main)
+        if found is None:
+            continue
+        subject, clause = found
+        place = _place(view, _paragraph_number(view.markdown, sentence))
+        phrase = clean_name(_lower_first(subject, view.markdown))
+        question = f"According to {place}, what limit applies to {phrase}{' ' + condition if condition else ''}?"
+        yield Candidate(question[:1].upper() + question[1:], sentence if condition else clause, "numeric", "text")
+
+
+_TEST_CONDITION_RE = re.compile(
+    r"\ban?\s+(?P<quantity>(?:impact\s+)?(?:speed|velocity|mass|angle|temperature|force|load|pressure|"
+    r"height|rate|overlap|duration|distance|diameter))\s+of\s+(?P<value>" + _NUMBER + r")",
+    re.IGNORECASE,
+)
+
+
+@rule("generate.requirement.condition", "generate", "a sentence of a procedure that states a test condition "
+      "('at a speed of 32 km/h', 'a mass of 1,300 kg')", "factual")
+def condition_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """Condition questions (speed, mass, angle, ...) from procedure sentences with a clean subject."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    for sentence in sentences(view.markdown):
+        match = _TEST_CONDITION_RE.search(sentence)
+        if not match or _LIMIT_RE.search(sentence):
+            continue
+        found = _subject(sentence)
+        if found is None:
+            continue
+        subject, clause = found
+        place = _place(view, _paragraph_number(view.markdown, sentence))
+        quantity = match.group("quantity").lower()
+        phrase = clean_name(_lower_first(subject, view.markdown))
+        question = f"According to {place}, what {quantity} is specified for {phrase}?"
+        yield Candidate(question[:1].upper() + question[1:], clause, "factual", "text")
+
+
+REQUIREMENT_SOURCES = (limit_candidates, condition_candidates)
+"""Requirement and condition questions: asked first of a regulation's or protocol's chunk."""
