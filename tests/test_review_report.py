@@ -11,14 +11,18 @@ missing).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import shutil
 from datetime import datetime, timezone
+from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from markupsafe import escape
 
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_parquet
@@ -30,7 +34,9 @@ from schemas.qa_pairs import QA_PAIRS_SCHEMA, QaPairRow
 from schemas.review import DECISIONS_FORMAT, DecisionsFile
 from tasks.enrich.run import run_headers
 from tasks.ingest.run import assemble_tables, discover, ingest_document
+from tasks.qa.registry import describe
 from tasks.qa.review import apply_decisions_file, apply_review, load_decisions
+from tasks.qa.review_page import flag_help, render_markdown
 from tasks.qa.review_report import (
     build_id,
     build_report_data,
@@ -169,33 +175,87 @@ def test_report_paths_and_build_are_stable(review_root, report):
 
 
 def _markup(html: str) -> str:
-    """The page without its JSON data block (document text lives only in there)."""
+    """The page without its JSON data block (the page script's state)."""
     return re.sub(r'(<script type="application/json" id="data">).*?(</script>)', r"\1\2", html, count=1, flags=re.S)
+
+
+def _attributes(markup: str) -> list[tuple[str, str, str]]:
+    """Every (tag, attribute, value) of the markup's start tags, as a browser's parser reads them."""
+    found: list[tuple[str, str, str]] = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.extend((tag, name, value or "") for name, value in attrs)
+
+    Collect().feed(markup)
+    return found
+
+
+def _page_script(html: str) -> str:
+    return re.search(r"<script>(.*?)</script>", html, re.S).group(1)
 
 
 def test_report_is_self_contained_with_csp(report):
     _, html = report
     markup = _markup(html)
-    assert "http://" not in markup and "https://" not in markup
+    # a URL may appear as text (a chunk's link target, shown in grey) or in a tooltip, never where it is loaded or opened
+    assert "https://example.invalid/x" in markup
+    attributes = _attributes(markup)
+    assert not [a for a in attributes if "http" in a[2] and a[1] not in ("title", "content", "http-equiv")]
+    assert not [a for a in attributes if a[1].startswith("on")]  # no event handler anywhere
     assert not re.search(r"""\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, re.I)
-    assert not re.search(r"<link\b|<iframe\b|<object\b|<embed\b", markup, re.I)
+    assert not re.search(r"<link\b|<iframe\b|<object\b|<embed\b|<a\b", markup, re.I)
+    assert re.findall(r"<img\b[^>]*>", markup) and all(  # thumbnails only, as inline data
+        re.search(r'src="data:image/(png|jpeg|svg\+xml);base64,', tag) for tag in re.findall(r"<img\b[^>]*>", markup))
     style = re.search(r"<style>(.*?)</style>", markup, re.S).group(1)
     assert "@import" not in style and "url(" not in style
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
     assert csp, "CSP meta tag missing"
     directives = {d.strip() for d in csp.group(1).split(";")}
-    assert {"default-src 'none'", "script-src 'unsafe-inline'", "style-src 'unsafe-inline'", "img-src data:"} <= directives
+    assert {"default-src 'none'", "style-src 'unsafe-inline'", "img-src data:"} <= directives
+    # only the page script may run: its hash (CSP 2 browsers then ignore 'unsafe-inline', kept for older ones)
+    script_src = next(d for d in directives if d.startswith("script-src "))
+    digest = base64.b64encode(hashlib.sha256(_page_script(html).encode("utf-8")).digest()).decode("ascii")
+    assert script_src == f"script-src 'unsafe-inline' 'sha256-{digest}'"
 
 
 def test_document_text_cannot_break_out(report):
     _, html = report
+    markup = _markup(html)
     assert "<script>window.__pwned" not in html
-    assert "<img" not in html and "onerror" not in _markup(html)
-    assert "\u2028" not in html and "\u2029" not in html
+    assert "<img src=x" not in html and not [a for a in _attributes(markup) if a[1].startswith("on")]
+    scripts = "".join(re.findall(r"<script\b[^>]*>(.*?)</script>", html, re.S))
+    assert "\u2028" not in scripts and "\u2029" not in scripts  # line separators end a JS string; in HTML text they are text
     assert len(re.findall(r"<script\b", html, re.I)) == 2  # the data block and the page script
     assert len(re.findall(r"</script", html, re.I)) == 2
-    assert "\\u003cscript\\u003ewindow.__pwned = 1\\u003c/script\\u003e" in html  # the escaped form is there
-    assert "\\u2028" in html
+    assert "\\u003cscript\\u003ewindow.__pwned = 1\\u003c/script\\u003e" in html  # the escaped form, in the state
+    assert "line separator \u2028 here" in markup  # the chunk's text, as text (json_for_script escapes it in JSON)
+    # in the markup the same text is escaped by Jinja2 (question, title, reasons, Markdown and raw Markdown)
+    assert markup.count("&lt;script&gt;window.__pwned = 1&lt;/script&gt;") >= 4
+    assert "&lt;/script&gt;&lt;script&gt;window.__pwned=3&lt;/script&gt;" in markup
+    assert "<h3>Injected &lt;script&gt;" in markup  # a chunk's "#" heading, two levels down
+    assert '<span class="img-ref" title="https://example.invalid/p.png">[picture: pic]</span>' in markup
+
+
+def test_flag_help_comes_from_the_registry(report):
+    _, html = report
+    help_line = describe("near_duplicate")
+    assert help_line and help_line == flag_help("near_duplicate")
+    escaped = str(escape(help_line))
+    assert f'<span class="badge flag" data-flag="near_duplicate" title="{escaped}">' in _card(html, "qa-camera-dup")
+    assert '<span class="code">near_duplicate</span>same as qa-setup-speed' in _card(html, "qa-camera-dup")
+    assert f"&mdash; {escaped}</span></h2>" in html  # the group heading
+    assert describe("unsupported_segment")  # a flag outside FLAG_CODES is registered too
+
+
+def test_markdown_is_rendered_without_raw_html_links_or_images():
+    out = str(render_markdown("# T <b>x</b>\n\n| a | b |\n|---|---|\n| 1<br>2 | [s](https://e.invalid) |\n\n![p](x.png) **bold** [j](javascript:alert(1))"))
+    assert "<h3>T &lt;b&gt;x&lt;/b&gt;</h3>" in out
+    assert "<td>1<br>2</td>" in out  # a literal <br> in a table cell is a line break, nothing else of raw HTML
+    assert '<td>s<span class="link-target"> (https://e.invalid)</span></td>' in out and "<a" not in out
+    assert "[j](javascript:alert(1))" in out  # markdown-it refuses the link: it stays text
+    assert '<span class="img-ref" title="x.png">[picture: p]</span>' in out and "<img" not in out
+    assert "<strong>bold</strong>" in out
 
 
 def test_json_for_script_escapes():
@@ -206,7 +266,12 @@ def test_json_for_script_escapes():
 
 def test_embedded_json_round_trips_rows(review_root, report):
     _, html = report
-    data = _embedded_json(html)
+    state = _embedded_json(html)
+    data = build_report_data(review_root["root"])
+    assert state["format"] == DECISIONS_FORMAT and state["build"] == data["build"]
+    assert state["pairs"] == [{k: p[k] for k in ("qa_id", "doc_id", "question", "answer", "flags", "status", "spot_check", "group")}
+                              for p in data["pairs"]]
+    assert state["thumbs"] == {} and state["headers"] == []  # no headers table here: no thumbnail travels twice
     assert data["format"] == DECISIONS_FORMAT and data["build"] == build_id(review_root["pairs"])
     listed = {p.qa_id: p for p in review_root["pairs"] if p.flags or p.qa_id == "qa-clean"}
     assert {p["qa_id"] for p in data["pairs"]} == set(listed)  # the flagged pairs, then the spot-check sample
@@ -332,9 +397,17 @@ def test_old_decisions_apply_after_a_rebuild(review_root, tmp_path):
     assert not any(p["spot_check"] for p in rebuilt["pairs"])  # the one auto-approved pair was rejected
 
 
+def _card(html: str, qa_id: str) -> str:
+    """The rendered card of one pair."""
+    return re.search(rf'<article class="qa" data-qa-id="{re.escape(qa_id)}".*?</article>', html, re.S).group(0)
+
+
 def test_thumbnails_render_pdf_pages_and_sketch_slides(review_root, report):
-    data = _embedded_json(report[1])
+    data = build_report_data(review_root["root"])
     thumbs = {p["qa_id"]: data["thumbs"][p["thumb"]] for p in data["pairs"]}
+    for qa_id, thumb in thumbs.items():  # each card shows its thumbnail, inline
+        assert f'<figure class="thumb" data-kind="{thumb["kind"]}"' in _card(report[1], qa_id)
+        assert f'src="{thumb["src"]}"' in _card(report[1], qa_id)
     assert thumbs["qa-book-hic"]["kind"] == "page-render"
     assert thumbs["qa-book-hic"]["src"].startswith("data:image/png;base64,")
     slide = thumbs["qa-camera-dup"]
@@ -351,10 +424,12 @@ def test_missing_pdf_falls_back_to_a_labelled_sketch(review_root, tmp_path):
     shutil.copytree(review_root["root"] / "tables", root / "tables")
     pairs = [p.model_copy(update={"source_path": "/nonexistent/" + Path(p.source_path).name}) for p in review_root["pairs"]]
     atomic_write_parquet(rows_to_table(pairs, QA_PAIRS_SCHEMA), root / "tables" / "qa_pairs.parquet")
-    data = _embedded_json(write_review_report(root).read_text(encoding="utf-8"))
+    html = write_review_report(root).read_text(encoding="utf-8")
+    data = build_report_data(root)
     book = next(p for p in data["pairs"] if p["qa_id"] == "qa-book-hic")
     thumb = data["thumbs"][book["thumb"]]
     assert thumb["kind"] == "layout-sketch" and "source file not found" in thumb["caption"]
+    assert '<figure class="thumb" data-kind="layout-sketch"' in _card(html, "qa-book-hic")
 
 
 def test_missing_qa_table_is_a_clear_error(tmp_path):
