@@ -271,7 +271,7 @@ def test_embedded_json_round_trips_rows(review_root, report):
     assert state["format"] == DECISIONS_FORMAT and state["build"] == data["build"]
     assert state["pairs"] == [{k: p[k] for k in ("qa_id", "doc_id", "question", "answer", "flags", "status", "spot_check", "group")}
                               for p in data["pairs"]]
-    assert state["thumbs"] == {} and state["headers"] == []  # no headers table here: no thumbnail travels twice
+    assert state["headers"] == [] and "thumbs" not in state and "chunks" not in state  # shown in the markup, not sent twice
     assert data["format"] == DECISIONS_FORMAT and data["build"] == build_id(review_root["pairs"])
     listed = {p.qa_id: p for p in review_root["pairs"] if p.flags or p.qa_id == "qa-clean"}
     assert {p["qa_id"] for p in data["pairs"]} == set(listed)  # the flagged pairs, then the spot-check sample
@@ -405,9 +405,13 @@ def _card(html: str, qa_id: str) -> str:
 def test_thumbnails_render_pdf_pages_and_sketch_slides(review_root, report):
     data = build_report_data(review_root["root"])
     thumbs = {p["qa_id"]: data["thumbs"][p["thumb"]] for p in data["pairs"]}
-    for qa_id, thumb in thumbs.items():  # each card shows its thumbnail, inline
-        assert f'<figure class="thumb" data-kind="{thumb["kind"]}"' in _card(report[1], qa_id)
-        assert f'src="{thumb["src"]}"' in _card(report[1], qa_id)
+    written = re.findall(r'<img src="([^"]+)" data-thumb="([^"]+)"', report[1])
+    assert len(written) == len({k for _, k in written}) == len(data["thumbs"])  # each image once in the page
+    for qa_id, thumb in thumbs.items():  # each card shows its thumbnail: the image, or a copy of its first use
+        card = _card(report[1], qa_id)
+        key = next(p["thumb"] for p in data["pairs"] if p["qa_id"] == qa_id)
+        assert f'<figure class="thumb" data-kind="{thumb["kind"]}"' in card
+        assert f'<img src="{thumb["src"]}" data-thumb="{key}"' in card or f'<img data-thumb-copy="{key}"' in card
     assert thumbs["qa-book-hic"]["kind"] == "page-render"
     assert thumbs["qa-book-hic"]["src"].startswith("data:image/png;base64,")
     slide = thumbs["qa-camera-dup"]
@@ -468,7 +472,11 @@ def header_root(tmp_path_factory):
 def test_header_section_lists_the_reports_and_fields_to_review(header_root):
     root = header_root["root"]
     html = write_review_report(root).read_text(encoding="utf-8")
-    data = _embedded_json(html)
+    data = build_report_data(root)
+    state = _embedded_json(html)["headers"]
+    assert [(h["doc_id"], h["review"]) for h in state] == [(h["doc_id"], h["review"]) for h in data["headers"]]
+    assert [[{k: f[k] for k in ("name", "value", "review")} for f in h["fields"]] for h in data["headers"]] == [
+        h["fields"] for h in state]
     shown = {h["file_name"]: h for h in data["headers"]}
     assert {name: h["review"] for name, h in shown.items()} == {name: review for name, (_, review) in HEADER_DECKS.items()}
     assert [h["needs_review"] for h in data["headers"]] == [True, True, False]  # the reports to review first
@@ -480,6 +488,8 @@ def test_header_section_lists_the_reports_and_fields_to_review(header_root):
             f.model_dump() for f in row.fields]
         thumb = data["thumbs"][entry["thumb"]]  # the first slide's layout sketch, as for the QA pairs
         assert entry["unit"] == "slide" and thumb["kind"] == "layout-sketch" and thumb["caption"].startswith("slide 1:")
+        card = re.search(rf'<article class="hdr" data-doc-id="{entry["doc_id"]}".*?</article>', html, re.S).group(0)
+        assert f'src="{thumb["src"]}"' in card and card.count('<div class="hfield" ') == len(entry["fields"])
     why = {name: {f["name"]: f["review"] for f in h["fields"]} for name, h in shown.items()}
     assert why["report_k_no_region.pptx"] == {"Test Name": None, "Region": "missing", "Stage": None, "Purpose": "missing"}
     assert why["crash_h_title_line.pptx"] == {
@@ -549,6 +559,9 @@ def test_report_in_headless_chromium(review_root, rebuilt_root, report, tmp_path
             assert IMG_PAYLOAD in markdown.locator("table td").nth(1).inner_text()
             assert markdown.locator("img, script, a, iframe").count() == 0
             assert page.locator("script").count() == 2
+            # every thumbnail is shown, repeats copied from the first one
+            page.wait_for_function("Array.from(document.images).every(i => i.src.startsWith('data:image/') && i.naturalWidth > 0)",
+                                   timeout=5_000)
             assert card.locator("p.question").is_visible()
 
             cards = page.locator(".qa[data-qa-id]")

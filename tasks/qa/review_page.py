@@ -6,8 +6,9 @@ the source chunk's Markdown by markdown-it-py (CommonMark plus tables, ``html=Fa
 stays text, links and images are shown as text, so nothing in a chunk can make the page load or open
 anything). The help text of a flag comes from the flag registry (``tasks.qa.registry``).
 
-The page script (``templates/review_report.js``) only keeps state: the decisions (approve / reject / edit,
-import, export), the filters and the report-header values. It reads a small JSON block (``page_state``) that
+The report headers' cards (each field's value, source, confidence and input) are rendered here too. The page
+script (``templates/review_report.js``) only keeps state: the decisions (approve / reject / edit, bulk, import,
+export), the report-header values and the filters. It reads a small JSON block (``page_state``) that
 holds what it needs of each pair; that block is written with ``json_for_script`` so no text can close it.
 The Content-Security-Policy allows no network at all and only the page script to run: ``script-src`` lists
 the SHA-256 of the one inline script (``'unsafe-inline'`` stays for browsers older than CSP 2, which ignore
@@ -35,6 +36,8 @@ SPOT_CHECK_GROUP = "spot_check"
 SPOT_CHECK_HELP = "approved without flags, drawn at random: check what the rules may have missed"
 CRITIC_LABELS = (("grounded", "grounded"), ("standalone", "standalone"), ("well_formed", "well-formed"), ("useful", "useful"))
 SAFE_IMAGE = re.compile(r"data:image/(png|jpeg|svg\+xml);base64,[A-Za-z0-9+/=]+")
+CONFIDENCE_HELP = ("how sure the reading is: 1.0 expert, 0.95 table, 0.9 key-value line, 0.85 label/value boxes, "
+                   "0.7 a model's value, 0.6 title line, 0.5 file name")
 STATE_PAIR_FIELDS = ("qa_id", "doc_id", "question", "answer", "flags", "status", "spot_check", "group")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ESCAPED_BR = re.compile(r"&lt;br\s*/?&gt;", re.I)
@@ -118,16 +121,17 @@ def unit_text(pair: dict, chunk: dict | None) -> str:
 
 
 def page_state(data: dict) -> dict:
-    """What the page script needs: the pairs' ids, texts, flags and filter keys; the report headers with
-    their thumbnails (their cards are built by the script, which keeps their values)."""
-    header_thumbs = {h["thumb"] for h in data["headers"] if h.get("thumb")}
+    """What the page script needs, nothing more: the pairs' ids, texts, flags and filter keys; each report
+    header's fields as read (name, value, why to review), to tell a confirmed value from a changed one."""
     return {
         "format": data["format"],
         "build": data["build"],
-        "flag_order": data["flag_order"],
         "pairs": [{k: p[k] for k in STATE_PAIR_FIELDS} for p in data["pairs"]],
-        "headers": data["headers"],
-        "thumbs": {k: v for k, v in data["thumbs"].items() if k in header_thumbs},
+        "headers": [
+            {"doc_id": h["doc_id"], "needs_review": h["needs_review"], "review": h["review"],
+             "fields": [{k: f[k] for k in ("name", "value", "review")} for f in h["fields"]]}
+            for h in data["headers"]
+        ],
     }
 
 
@@ -142,11 +146,24 @@ def _groups(data: dict) -> list[dict]:
     return list(groups.values())
 
 
+class _FirstUse:
+    """True the first time a thumbnail key is asked for (in page order), False after: each image is written
+    once, its repeats copy it (a slide's thumbnail is shared by every pair from that slide)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, key: str) -> bool:
+        first = key not in self.seen
+        self.seen.add(key)
+        return first
+
+
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(markdown=render_markdown, safe_image=safe_image)
-    env.globals.update(flag_help=flag_help, unit_text=unit_text, critic_labels=CRITIC_LABELS)
+    env.globals.update(flag_help=flag_help, unit_text=unit_text, critic_labels=CRITIC_LABELS, confidence_help=CONFIDENCE_HELP)
     return env
 
 
@@ -174,6 +191,6 @@ def render_report_html(data: dict) -> str:
     flag_counts = {f: sum(1 for p in data["pairs"] if f in p["flags"]) for f in data["flag_order"]}
     return _environment().get_template("review_report.html").render(
         data=data, csp=Markup(csp), css=Markup(css), js=Markup(js), state=Markup(json_for_script(page_state(data))),
-        groups=_groups(data), statuses=statuses, n_spot=n_spot, flag_counts=flag_counts, spot_group=SPOT_CHECK_GROUP,
-        share_pct=f'{round(data["spot_check"]["share"] * 1000) / 10:g}',
+        groups=_groups(data), first_use=_FirstUse(), statuses=statuses, n_spot=n_spot, flag_counts=flag_counts,
+        spot_group=SPOT_CHECK_GROUP, share_pct=f'{round(data["spot_check"]["share"] * 1000) / 10:g}',
     )

@@ -1,7 +1,7 @@
-// ragprep review report: the state of the page. The cards, groups, counts and filter choices are rendered
-// on the server (tasks/qa/review_page.py); this script keeps the decisions (approve / reject / edit, import,
-// export), applies the filters and builds the report-header cards. Document text is only ever put into the
-// page with textContent / createTextNode: no innerHTML, no eval, nothing loaded.
+// ragprep review report: the state of the page. Everything shown is rendered on the server
+// (tasks/qa/review_page.py); this script keeps the decisions (approve / reject / edit, bulk, import, export,
+// the report-header values) and applies the filters. It creates no elements from data: text goes in with
+// textContent / value only; no innerHTML, no eval, nothing loaded.
 (function () {
   "use strict";
 
@@ -12,7 +12,6 @@
   var SPOT = "spot_check";
   var FILTER_IDS = ["kind-filter", "flag-filter", "doc-filter", "status-filter", "decision-filter"];
   var DECISION_TEXT = { approve: "Approved", reject: "Rejected", edit: "Edited" };
-  var SAFE_IMAGE = /^data:image\/(png|jpeg|svg\+xml);base64,[A-Za-z0-9+\/=]+$/;
 
   var decisions = new Map(); // qa_id -> {decision, question, answer, reviewer, decided_at}
   var cards = new Map(); // qa_id -> {pair, node, refs}
@@ -32,33 +31,6 @@
   function headerKey(docId, field) { return String(docId) + "\n" + String(field); }
 
   function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined; }
-
-  // ---------- DOM helpers (text only) ----------
-  function text(s) { return document.createTextNode(s == null ? "" : String(s)); }
-
-  function setAttr(node, name, value) {
-    var lower = String(name).toLowerCase();
-    if (lower.slice(0, 2) === "on" || lower === "href" || lower === "style" || lower === "srcdoc") {
-      throw new Error("refusing attribute " + name);
-    }
-    if (lower === "src" && !SAFE_IMAGE.test(String(value))) { return; }
-    node.setAttribute(name, String(value));
-  }
-
-  function el(tag, attrs) {
-    var node = document.createElement(tag);
-    if (attrs) {
-      Object.keys(attrs).forEach(function (k) {
-        if (attrs[k] !== null && attrs[k] !== undefined && attrs[k] !== false) { setAttr(node, k, attrs[k]); }
-      });
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var child = arguments[i];
-      if (child === null || child === undefined) { continue; }
-      node.appendChild(typeof child === "object" ? child : text(child));
-    }
-    return node;
-  }
 
   // ---------- decisions ----------
   function nowIso() { return new Date().toISOString().replace(/\.\d{3}Z$/, "Z"); }
@@ -319,13 +291,6 @@
   }
 
   // ---------- cards (rendered on the server; wired here) ----------
-  function thumbFigure(key) {
-    var thumb = key ? own(DATA.thumbs, key) || null : null;
-    if (!thumb || !SAFE_IMAGE.test(thumb.src)) { return el("div", { "class": "no-thumb" }, "no thumbnail (unit unknown)"); }
-    return el("figure", { "class": "thumb", "data-kind": thumb.kind, title: "click to enlarge" },
-      el("img", { src: thumb.src, alt: thumb.caption }), el("figcaption", null, thumb.caption));
-  }
-
   function wireCard(node) {
     var pair = pairsById.get(node.getAttribute("data-qa-id"));
     if (!pair) { return; }
@@ -383,9 +348,6 @@
   }
 
   // ---------- report headers: one card per test report; expert values go into the decisions file ----------
-  var CONFIDENCE_HELP = "how sure the reading is: 1.0 expert, 0.95 table, 0.9 key-value line, 0.85 label/value boxes, " +
-    "0.7 a model's value, 0.6 title line, 0.5 file name";
-
   function validHeaderDecision(h) {
     return !!h && typeof h === "object" && isText(h.doc_id) && isText(h.field) &&
       (h.value === null || h.value === undefined || isText(h.value));
@@ -448,38 +410,13 @@
     updateDecisionCount();
   }
 
-  function confidenceText(c) { return typeof c === "number" && isFinite(c) ? c.toFixed(2) : "\u2013"; }
-
-  function buildHeaderField(report, field) {
+  function wireHeaderField(report, field, row) {
     var key = headerKey(report.doc_id, field.name);
-    var refs = {};
-    var row = el("div", { "class": "hfield", "data-field": field.name, "data-review": field.review || "", "data-decided": "none" });
-    var name = el("div", { "class": "hfield-name" }, el("strong", null, field.name));
-    if (field.review) {
-      name.appendChild(el("span", { "class": "badge " + (field.value == null ? "hr-missing" : "hr-low"),
-        title: field.value == null ? "not found in the first slides or the file name" : "read with low confidence: confirm or correct it" },
-      field.review));
-    }
-    row.appendChild(name);
-    var read = el("div", { "class": "hfield-read" });
-    read.appendChild(field.value == null ? el("span", { "class": "hvalue none" }, "not found") : el("span", { "class": "hvalue" }, field.value));
-    read.appendChild(el("div", { "class": "hmeta" },
-      el("span", { "class": "hsource", title: "where the value was read" }, field.source ? field.source : "no source"), " \u00b7 ",
-      el("span", { "class": "hconf" + (field.review === "low confidence" ? " low" : ""), title: CONFIDENCE_HELP },
-        "confidence " + confidenceText(field.confidence))));
-    row.appendChild(read);
-    var edit = el("div", { "class": "hfield-edit" });
-    refs.input = el("input", { type: "text", "class": "header-input", maxlength: "500", autocomplete: "off",
-      "aria-label": field.name + " of " + report.file_name, placeholder: "type the value" });
-    refs.save = el("button", { type: "button", "class": "header-save",
-      title: "store the value in the box (unchanged: you confirm what was read)" }, "Save");
-    refs.none = el("button", { type: "button", "class": "header-null",
-      title: "the report does not state this field: store it as empty (null)" }, "Not stated");
-    refs.clear = el("button", { type: "button", "class": "header-clear", title: "forget your value for this field" }, "Clear");
-    refs.label = el("span", { "class": "header-label" });
-    refs.note = el("span", { "class": "note", role: "alert" });
-    [refs.input, refs.save, refs.none, refs.clear, refs.label, refs.note].forEach(function (c) { edit.appendChild(c); });
-    row.appendChild(edit);
+    var q = function (selector) { return row.querySelector(selector); };
+    var refs = {
+      input: q("input.header-input"), save: q("button.header-save"), none: q("button.header-null"), clear: q("button.header-clear"),
+      label: q(".header-label"), note: q(".note")
+    };
     function save() {
       var value = refs.input.value.trim();
       if (!value) {
@@ -498,7 +435,6 @@
       afterHeaderDecision(key);
     });
     headerRows.set(key, { report: report, field: field, node: row, refs: refs });
-    return row;
   }
 
   function updateHeaderRow(key) {
@@ -532,48 +468,19 @@
       (report.needs_review ? ", " + open + " still to review" : "") : "";
   }
 
-  function buildHeaderCard(report) {
-    var card = el("article", { "class": "hdr", "data-doc-id": report.doc_id, "data-needs-review": report.needs_review ? "1" : "0" });
-    headerCards.set(report.doc_id, card);
-    var head = el("div", { "class": "qa-head" }, el("span", { "class": "source-file", title: report.path }, report.file_name));
-    head.appendChild(report.needs_review
-      ? el("span", { "class": "badge flag" }, report.review.length + (report.review.length === 1 ? " field" : " fields") + " to review")
-      : el("span", { "class": "badge usable" }, "every field read confidently"));
-    if (report.flag) { head.appendChild(el("span", { "class": "badge", title: "flag of the headers stage" }, report.flag)); }
-    head.appendChild(el("span", { "class": "hcard-status" }));
-    head.appendChild(el("span", { "class": "qa-id mono", title: "doc_id" }, report.doc_id));
-    card.appendChild(head);
-    var main = el("div", { "class": "hdr-main" });
-    report.fields.forEach(function (f) { main.appendChild(buildHeaderField(report, f)); });
-    main.appendChild(el("p", { "class": "hdr-read-by" }, "Read by " + report.provider + " (" + report.model + "). " +
-      "Your value wins on the next build (source \u201cexpert\u201d)."));
-    card.appendChild(main);
-    card.appendChild(el("aside", { "class": "source" }, el("div", { "class": "source-where" },
-      "where the header is: " + (report.unit === "page" ? "page 1" : "slide 1")), thumbFigure(report.thumb)));
-    return card;
-  }
-
-  function renderHeaders() {
-    var section = document.getElementById("headers");
-    if (!HEADERS.length) { section.hidden = true; return; }
-    var todo = HEADERS.filter(function (h) { return h.needs_review; });
-    var done = HEADERS.filter(function (h) { return !h.needs_review; });
-    var nFields = todo.reduce(function (a, h) { return a + h.review.length; }, 0);
-    var line = document.getElementById("headers-line");
-    line.textContent = "(" + todo.length + " of " + HEADERS.length + " test reports, " + nFields +
-      (nFields === 1 ? " field" : " fields") + " to fill in or confirm)";
-    line.setAttribute("data-reports", String(todo.length));
-    line.setAttribute("data-fields", String(nFields));
-    var list = document.getElementById("headers-review");
-    list.replaceChildren.apply(list, todo.map(buildHeaderCard));
-    if (!todo.length) { list.appendChild(el("p", { "class": "empty" }, "Every header field was read confidently.")); }
-    var others = document.getElementById("headers-others");
-    others.hidden = !done.length;
-    document.getElementById("headers-others-summary").textContent = done.length +
-      (done.length === 1 ? " test report" : " test reports") + " with every field read confidently (open to correct one)";
-    var rest = document.getElementById("headers-others-list");
-    rest.replaceChildren.apply(rest, done.map(buildHeaderCard));
-    section.hidden = false;
+  function wireHeaders() { // the cards are rendered on the server; a card's fields match the report's, by name
+    var byDoc = new Map();
+    HEADERS.forEach(function (h) { byDoc.set(h.doc_id, h); });
+    document.querySelectorAll("#headers article.hdr[data-doc-id]").forEach(function (card) {
+      var report = byDoc.get(card.getAttribute("data-doc-id"));
+      if (!report) { return; }
+      headerCards.set(report.doc_id, card);
+      report.fields.forEach(function (field) {
+        card.querySelectorAll(".hfield[data-field]").forEach(function (row) {
+          if (row.getAttribute("data-field") === field.name) { wireHeaderField(report, field, row); }
+        });
+      });
+    });
     headerRows.forEach(function (entry, key) { updateHeaderRow(key); });
   }
 
@@ -631,13 +538,23 @@
     updateBulkButtons();
   }
 
+  function copyThumbnails() { // a thumbnail is written once in the page; its repeats copy the first one's image
+    var first = new Map();
+    document.querySelectorAll("img[data-thumb]").forEach(function (img) { first.set(img.getAttribute("data-thumb"), img); });
+    document.querySelectorAll("img[data-thumb-copy]").forEach(function (img) {
+      var from = first.get(img.getAttribute("data-thumb-copy"));
+      if (from) { img.setAttribute("src", from.getAttribute("src")); }
+    });
+  }
+
   function init() {
+    copyThumbnails();
     document.querySelectorAll("#groups > section.flag-group").forEach(function (s) { sections.set(s.getAttribute("data-flag"), s); });
     document.querySelectorAll("#groups article.qa[data-qa-id]").forEach(wireCard);
     restore();
     decisions.forEach(function (d, id) { updateCard(id); });
     restoreHeaders();
-    renderHeaders();
+    wireHeaders();
     updateDecisionCount();
     render();
     FILTER_IDS.forEach(function (id) { document.getElementById(id).addEventListener("change", render); });
