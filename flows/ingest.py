@@ -19,7 +19,7 @@ from ragprep.settings import MAX_WORKERS, Settings
 from ragprep.storage import Layout
 from schemas.documents import DocumentRow
 from schemas.runs import RunRow
-from tasks.ingest.run import DocumentOutcome, nothing_ingested
+from tasks.ingest.run import DocumentOutcome, nothing_ingested, removal_refusal
 from tasks.wrappers import assemble_tables_task, discover_task, ingest_document_task
 
 _STATUS_COLOURS = {"ok": "green", "partial": "yellow", "failed": "red", "duplicate": "cyan", "removed": "magenta"}
@@ -63,11 +63,15 @@ class IngestSummary(BaseModel):
 def ingest_documents(paths: list[str], settings: Settings) -> IngestSummary:
     """Flow body, callable from ``ragprep run`` with ready-made settings.
 
-    A run that finds no documents, or in which every document failed, publishes its summary and then raises
-    ``NothingIngestedError`` (carrying the summary), so the flow run ends ``Failed`` with the reason.
+    A run in which every document failed publishes its summary and then raises ``NothingIngestedError`` (carrying the
+    summary), so the flow run ends ``Failed`` with the reason. A run that finds no documents, or in which more than
+    ``settings.max_removed_share`` of the previous run's documents is gone, raises it before any table is touched.
     """
     started = datetime.now(timezone.utc)
     refs = discover_task(paths, settings)
+    refusal = removal_refusal(refs, settings, paths)  # decided before any table (or part) is touched
+    if refusal is not None:
+        raise refusal
     progress.current().begin_run(len(refs))
     outcomes: list[DocumentOutcome] = []
     pending = []
@@ -124,10 +128,14 @@ def documents_flow(name: str):
 def ingest_flow(
     paths: list[str] = ["sample_docs"], root: str | None = None, workers: Workers = None, ocr: bool | None = None,
     task_runner: Literal["threads", "dask"] | None = None, dask_address: str | None = None,
+    allow_removals: bool | None = None,
 ) -> IngestSummary:
     """Extract slide decks and PDFs into elements and Markdown chunks (one slide or chapter per chunk).
 
-    Ends Failed, after publishing its summary, when no document is found or every document failed.
-    ``task_runner`` / ``dask_address``: where per-document work runs (default: settings.task_runner, dask_address)."""
-    with building("ingest", root, workers, ocr, task_runner=task_runner, dask_address=dask_address) as settings:
+    Ends Failed, after publishing its summary, when every document failed; ends Failed without touching any table when
+    no document is found or more than max_removed_share of the previous run's documents is gone (``allow_removals``
+    lets a deliberate removal through). ``task_runner`` / ``dask_address``: where per-document work runs (default:
+    settings.task_runner, dask_address)."""
+    with building("ingest", root, workers, ocr, task_runner=task_runner, dask_address=dask_address,
+                  allow_removals=allow_removals) as settings:
         return ingest_documents(paths, settings)

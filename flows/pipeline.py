@@ -90,9 +90,12 @@ def run_all(paths: list[str], settings: Settings) -> PipelineSummary:
 def pipeline_flow(
     paths: list[str] = ["sample_docs"], root: str | None = None, workers: Workers = None, ocr: bool | None = None,
     task_runner: Literal["threads", "dask"] | None = None, dask_address: str | None = None,
+    allow_removals: bool | None = None,
 ) -> PipelineSummary:
     """Run every stage: ingest, describe, correct, headers, qa, judge (with the review report), quotes, negatives, dataset.
 
-    ``task_runner`` / ``dask_address``: where per-document work runs (default: settings.task_runner, dask_address)."""
-    with building("ragprep-run", root, workers, ocr, task_runner=task_runner, dask_address=dask_address) as settings:
+    ``task_runner`` / ``dask_address``: where per-document work runs (default: settings.task_runner, dask_address).
+    ``allow_removals``: let this run remove more than max_removed_share of the previous run's documents."""
+    with building("ragprep-run", root, workers, ocr, task_runner=task_runner, dask_address=dask_address,
+                  allow_removals=allow_removals) as settings:
         return run_all(paths, settings)

@@ -437,7 +437,8 @@ class RefmatchSettings(BaseModel):
     window_words: int = Field(60, ge=10, le=400, description="Chunks are compared in windows of about this many words.")
 
 
-OPERATIONAL_FIELDS = frozenset({"root", "workers", "dataset_uri", "public_url", "task_runner", "dask_address"})
+OPERATIONAL_FIELDS = frozenset({"root", "workers", "dataset_uri", "public_url", "task_runner", "dask_address", "max_removed_share",
+                                "allow_removals"})
 DOWNSTREAM_GROUPS = frozenset({"index", "train", "evaluate", "refmatch"})
 """Settings of stages that read a published dataset version: they never change what a version holds, so the
 version's settings hash leaves them out."""
@@ -473,6 +474,14 @@ class Settings(BaseSettings):
     )
     dask_address: str | None = Field(
         None, description="Scheduler of an existing Dask cluster (tcp://host:8786) for task_runner = dask; none: a local one."
+    )
+    max_removed_share: float = Field(
+        0.5, ge=0, le=1,
+        description="Ingest refuses, before touching any table, a run in which more than this share of the previous run's "
+        "documents is no longer found (an unmounted or half-synced share); allow_removals lets a deliberate one through.",
+    )
+    allow_removals: bool = Field(
+        False, description="Let an ingest remove more than max_removed_share of the previous run's documents at once.",
     )
     public_url: str | None = Field(
         None,

@@ -94,14 +94,54 @@ def test_flow_with_only_bad_files_ends_failed(prefect_server, inputs, tmp_path):
 
 
 def test_flow_over_empty_folder_ends_failed(prefect_server, tmp_path):
-    """At 02:00 an unmounted share (an empty mount point) must not look like success."""
+    """At 02:00 an unmounted share (an empty mount point) must not look like success, and writes nothing."""
     (tmp_path / "share").mkdir()
     state = ingest_flow(paths=[str(tmp_path / "share")], root=str(tmp_path / "out"), ocr=False, return_state=True)
     assert state.is_failed()
     assert f"no documents found under {tmp_path / 'share'}" in state.message
-    assert "check that the folder is mounted" in state.message
-    [artifact] = asyncio.run(artifacts_of(state.state_details.flow_run_id, "ingest-summary"))
-    assert artifact.description.startswith("ingest: 0 documents")
+    assert "nothing was changed" in state.message and "check that the folder is mounted" in state.message
+    assert not Layout(tmp_path / "out").table_path("documents").exists()
+
+
+def _table_bytes(root):
+    tables = Layout(root).tables_dir
+    return {p.name: p.read_bytes() for p in sorted(tables.glob("*.parquet"))}
+
+
+def test_unmounted_or_half_synced_share_changes_nothing(prefect_server, tmp_path):
+    """A nightly over a share that failed to mount (empty) or half-synced (most documents gone) ends Failed before any
+    table is touched: the tables stay byte-identical and the next good run finds every document unchanged. A deliberate
+    removal passes with allow_removals."""
+    share, root = tmp_path / "share", tmp_path / "out"
+    share.mkdir()
+    decks = ["crash_report_frontal_offset.pptx", "crash_report_side_pole.pptx", "meeting_notes_weekly_safety.pptx"]
+    for name in decks:
+        shutil.copy(SAMPLE_DOCS / name, share / name)
+    ingest_flow(paths=[str(share)], root=str(root), ocr=False)
+    before = _table_bytes(root)
+    assert {"documents.parquet", "chunks.parquet"} <= set(before)
+
+    hidden = tmp_path / "hidden"
+    share.rename(hidden)
+    share.mkdir()  # the mount point is there, its file system is not
+    state = ingest_flow(paths=[str(share)], root=str(root), ocr=False, return_state=True)
+    assert state.is_failed() and "no documents found" in state.message and "nothing was changed" in state.message
+    assert _table_bytes(root) == before
+
+    shutil.copy(hidden / decks[0], share / decks[0])  # 2 of 3 documents gone: more than max_removed_share (0.5)
+    state = ingest_flow(paths=[str(share)], root=str(root), ocr=False, return_state=True)
+    assert state.is_failed() and "2 of the previous run's 3 documents are no longer under" in state.message
+    assert "--allow-removals" in state.message and _table_bytes(root) == before
+
+    for name in decks[1:]:
+        shutil.copy(hidden / name, share / name)
+    summary = ingest_flow(paths=[str(share)], root=str(root), ocr=False)
+    assert {d.change for d in summary.documents} == {"unchanged"}
+
+    (share / decks[1]).unlink()
+    (share / decks[2]).unlink()
+    summary = ingest_flow(paths=[str(share)], root=str(root), ocr=False, allow_removals=True)
+    assert sorted(d.change for d in summary.documents) == ["removed", "removed", "unchanged"]
 
 
 def test_duplicate_content_is_ingested_once(prefect_server, tmp_path):

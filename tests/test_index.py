@@ -25,12 +25,12 @@ from ragprep.engines.embedders import (
     make_embedder,
 )
 from ragprep.engines.guard import PrivacyGuardError
+from ragprep.retrieval import Hit, Retriever, ranked_hits, rrf_fuse, top_indices
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_parquet
 from ragprep.text import tokens
 from tasks.dataset.versions import build_version, latest_version
 from tasks.enrich.run import run_correct, run_headers
-from ragprep.retrieval import Hit, Retriever, ranked_hits, rrf_fuse, top_indices
 from tasks.index.run import chunk_texts, run_index
 from tasks.index.search import search_index, staleness_warnings
 from tasks.index.store import SearchIndex, SearchIndexError, index_folder, read_manifest
@@ -317,6 +317,7 @@ def test_openai_embeddings_endpoint_behind_the_privacy_guard(tmp_path):
 # -- command line and flow -------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the CLI in a fresh interpreter, model loaded
 def test_cli_search_json(indexed):
     root, report = indexed
     env = {**os.environ, "RAGPREP_OCR__ENABLED": "false"}

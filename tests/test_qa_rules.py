@@ -22,7 +22,7 @@ from tasks.qa import handles, rules
 from tasks.qa.flags import ambiguous_gold_flags, support_share
 from tasks.qa.generate import QUESTION_TYPES, chunk_view, document_handles, flag_pairs, prompt_variables
 from tasks.qa.run import run_qa
-from tests.conftest import CORPUS, SAMPLE_DOCS, ingest_into
+from tests.conftest import CORPUS, SAMPLE_DOCS
 
 FO = rules.Handle(test_name="FO-2024-017 ODB 64 km/h", stage="Prototype P2", title="Frontal Offset Crash Test Report",
                   kind="report", section="Test Setup", section_kind="slide")
@@ -478,10 +478,10 @@ SLIDE_RE = re.compile(r"\b(?:Slide|Series)\s*\d+\b", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    """sample_docs/ and the shared corpus ingested (OCR off), headers read, QA generated."""
-    root = tmp_path_factory.mktemp("qa-rules-real")
-    settings = ingest_into(root, [SAMPLE_DOCS, CORPUS])
+def real(tmp_path_factory, ingest_copy):
+    """sample_docs/ and the shared corpus ingested (OCR off, shared by the session), headers read, QA generated."""
+    root = tmp_path_factory.mktemp("qa-rules-real") / "root"
+    settings = ingest_copy([SAMPLE_DOCS, CORPUS], root)
     run_headers(settings)
     run_qa(settings)
     store = TableStore(Layout(root))

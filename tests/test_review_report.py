@@ -368,7 +368,8 @@ HEADER_PURPOSE = f"Verify chest deflection {SCRIPT_PAYLOAD}"
 HEADER_DECKS = {
     # file name: (deck builder from tests/test_headers.py, the fields the headers stage leaves for review)
     "report_a_column_en.pptx": (first_column(EN), []),  # every field read from a table: nothing to review
-    "report_k_no_region.pptx": (first_column({**EN, "Region": None, "Purpose": HEADER_PURPOSE}), ["Region"]),
+    # its Purpose carries a script payload: a header value with markup is held for review, never prepended (issue 27)
+    "report_k_no_region.pptx": (first_column({**EN, "Region": None, "Purpose": HEADER_PURPOSE}), ["Region", "Purpose"]),
     "crash_h_title_line.pptx": (title_line(), ["Test Name", "Region", "Stage", "Purpose"]),  # title line: low confidence
 }
 
@@ -405,11 +406,13 @@ def test_header_section_lists_the_reports_and_fields_to_review(header_root):
         thumb = data["thumbs"][entry["thumb"]]  # the first slide's layout sketch, as for the QA pairs
         assert entry["unit"] == "slide" and thumb["kind"] == "layout-sketch" and thumb["caption"].startswith("slide 1:")
     why = {name: {f["name"]: f["review"] for f in h["fields"]} for name, h in shown.items()}
-    assert why["report_k_no_region.pptx"] == {"Test Name": None, "Region": "missing", "Stage": None, "Purpose": None}
+    assert why["report_k_no_region.pptx"] == {"Test Name": None, "Region": "missing", "Stage": None, "Purpose": "missing"}
     assert why["crash_h_title_line.pptx"] == {
         "Test Name": "low confidence", "Region": "missing", "Stage": "low confidence", "Purpose": "missing"}
     purpose = next(f for f in shown["report_k_no_region.pptx"]["fields"] if f["name"] == "Purpose")
-    assert purpose["value"] == HEADER_PURPOSE
+    assert purpose["value"] is None  # the script payload was held back by the headers stage, with its reason
+    held = rows[header_root["docs"]["report_k_no_region.pptx"]]
+    assert "suspicious_content: Purpose: markup" in (held.flag or "")
     # header values travel escaped like every document text: nothing can close the data block
     assert "<script>window.__pwned" not in html
     assert len(re.findall(r"<script\b", html, re.I)) == 2 and len(re.findall(r"</script", html, re.I)) == 2
@@ -658,12 +661,13 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
             page = _open(context, path, errors, outside)
             assert page.locator("#headers").is_visible()
             line = page.locator("#headers-line")
-            assert (line.get_attribute("data-reports"), line.get_attribute("data-fields")) == ("2", "5")
+            assert (line.get_attribute("data-reports"), line.get_attribute("data-fields")) == ("2", "6")
             # exactly the reports and fields to review are open; the complete report is collapsed below them
             to_review = page.locator('#headers-review .hfield:not([data-review=""])').evaluate_all(
                 "rows => rows.map(r => [r.closest('article').dataset.docId, r.dataset.field, r.dataset.review])")
             assert sorted(map(tuple, to_review)) == sorted([
-                (k_doc, "Region", "missing"), (title_doc, "Test Name", "low confidence"), (title_doc, "Region", "missing"),
+                (k_doc, "Region", "missing"), (k_doc, "Purpose", "missing"), (title_doc, "Test Name", "low confidence"),
+                (title_doc, "Region", "missing"),
                 (title_doc, "Stage", "low confidence"), (title_doc, "Purpose", "missing")])
             assert page.locator("#headers-review article.hdr").count() == 2
             others = page.locator("details#headers-others")
@@ -676,10 +680,9 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
             assert "slide 1 table r2c2" in stage.inner_text() and "confidence 0.95" in stage.inner_text()
             assert "confidence 0.60" in page.locator(field(title_doc, "Stage")).inner_text()
             assert page.locator(card(k_doc) + " figure.thumb").get_attribute("data-kind") == "layout-sketch"
-            # document text stays text
+            # a header value carrying markup never reaches the page: the headers stage held it back for review
             purpose = page.locator(field(k_doc, "Purpose"))
-            assert purpose.locator(".hvalue").inner_text() == HEADER_PURPOSE
-            assert purpose.locator("input.header-input").input_value() == HEADER_PURPOSE
+            assert purpose.locator("input.header-input").input_value() == ""
             assert page.evaluate("typeof window.__pwned") == "undefined"
 
             # fill in the missing Region (an empty value is refused), mark a field "not stated", confirm one as read
@@ -694,7 +697,7 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
             assert page.locator(field(title_doc, "Purpose")).get_attribute("data-decided") == "null"
             page.locator(field(title_doc, "Test Name") + " button.header-save").click()  # confirmed as read
             assert "Confirmed as read" in page.locator(field(title_doc, "Test Name") + " .header-label").inner_text()
-            assert page.locator(card(k_doc)).get_attribute("data-open") == "0"
+            assert page.locator(card(k_doc)).get_attribute("data-open") == "1"  # its held-back Purpose is still to decide
             assert page.locator(card(title_doc)).get_attribute("data-open") == "2"
             page.locator('.qa[data-spot-check="1"] button.approve').first.click()  # a QA decision too: one file carries both
             count = page.locator("#decision-count")
@@ -768,7 +771,8 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
     rows = {h.doc_id: h for h in TableStore(Layout(root)).read("headers")}
     k_fields = {f.name: f for f in rows[k_doc].fields}
     assert (k_fields["Region"].value, k_fields["Region"].source, k_fields["Region"].confidence) == ("EU", "expert", 1.0)
-    assert rows[k_doc].review == [] and rows[k_doc].missing == [] and "Region: EU" in rows[k_doc].header_block
+    # only the held-back Purpose is still open (nobody decided it)
+    assert rows[k_doc].review == ["Purpose"] and rows[k_doc].missing == ["Purpose"] and "Region: EU" in rows[k_doc].header_block
     title = {f.name: f for f in rows[title_doc].fields}
     assert (title["Purpose"].value, title["Purpose"].source) == (None, "expert")
     assert (title["Test Name"].value, title["Test Name"].source, title["Test Name"].confidence) == ("Frontal ODB", "expert", 1.0)
@@ -776,7 +780,7 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
     # the next report lists only what is still open
     data = build_report_data(root)
     assert {h["file_name"]: h["review"] for h in data["headers"] if h["needs_review"]} == {
-        "crash_h_title_line.pptx": ["Region", "Stage"]}
+        "crash_h_title_line.pptx": ["Region", "Stage"], "report_k_no_region.pptx": ["Purpose"]}
 
     assert shot.stat().st_size > 5_000
     with Image.open(shot) as img:

@@ -77,7 +77,8 @@ def ingested(flow_fn, paths: list[Path], settings: Settings):
 
     try:
         return flow_fn(paths=[str(p) for p in paths], root=str(settings.root), workers=settings.workers,
-                       ocr=settings.ocr.enabled, task_runner=settings.task_runner, dask_address=settings.dask_address)
+                       ocr=settings.ocr.enabled, task_runner=settings.task_runner, dask_address=settings.dask_address,
+                       allow_removals=settings.allow_removals)
     except NothingIngestedError as exc:
         if exc.summary is not None:
             print_ingest(exc.summary)
@@ -101,11 +102,17 @@ DaskAddressOption = Annotated[Optional[str], typer.Option(
     show_default=False)]
 
 
+AllowRemovalsOption = Annotated[bool, typer.Option(
+    "--allow-removals", help="Let this run remove more than max_removed_share (default 0.5) of the previous run's documents "
+    "at once; without it such a run (an unmounted share) stops before touching any table (env RAGPREP_ALLOW_REMOVALS).")]
+
+
 def ingesting(paths: list[Path], root: Path | None, workers: int | None, ocr: bool | None, task_runner: TaskRunner | None,
-              dask_address: str | None) -> Settings:
+              dask_address: str | None, allow_removals: bool = False) -> Settings:
     """The settings of a command that ingests ``paths`` (built once, run options included), once the paths exist and
     the run is prepared."""
-    settings = settings_for(root, workers, ocr, task_runner=task_runner.value if task_runner else None, dask_address=dask_address)
+    settings = settings_for(root, workers, ocr, task_runner=task_runner.value if task_runner else None, dask_address=dask_address,
+                            allow_removals=True if allow_removals else None)
     check_paths(paths)
     prepare()
     return settings
@@ -113,12 +120,13 @@ def ingesting(paths: list[Path], root: Path | None, workers: int | None, ocr: bo
 
 @user_errors
 def run(paths: PathsArgument, root: RootOption = None, workers: WorkersOption = None, ocr: OcrOption = None,
-        task_runner: TaskRunnerOption = None, dask_address: DaskAddressOption = None) -> None:
+        task_runner: TaskRunnerOption = None, dask_address: DaskAddressOption = None,
+        allow_removals: AllowRemovalsOption = False) -> None:
     """Run every stage over PATHS: ingest (extract + OCR + chunk), describe, correct, headers, qa, judge, quotes, negatives, dataset.
 
     Exits 1 only when no document was found or every document failed.
     """  # noqa: E501 (the first line is the command's one-line help, kept as it was)
-    settings = ingesting(paths, root, workers, ocr, task_runner, dask_address)
+    settings = ingesting(paths, root, workers, ocr, task_runner, dask_address, allow_removals)
     from flows.pipeline import pipeline_flow
 
     summary = ingested(pipeline_flow, paths, settings)
@@ -139,12 +147,13 @@ def ingest(
     ocr: OcrOption = None,
     task_runner: TaskRunnerOption = None,
     dask_address: DaskAddressOption = None,
+    allow_removals: AllowRemovalsOption = False,
 ) -> None:
     """Extract documents and build chunks (the ingest stage alone).
 
     Exits 1 when no document was found or every document failed.
     """
-    settings = ingesting(paths, root, workers, ocr, task_runner, dask_address)
+    settings = ingesting(paths, root, workers, ocr, task_runner, dask_address, allow_removals)
     from flows.ingest import ingest_flow
 
     summary = ingested(ingest_flow, paths, settings)

@@ -74,6 +74,30 @@ def nothing_ingested(run: RunRow, paths: Sequence[str]) -> NothingIngestedError 
     return None
 
 
+def removal_refusal(refs: Sequence[DocumentRef], settings: Settings, paths: Sequence[str]) -> NothingIngestedError | None:
+    """Why this run must not touch the tables, decided from discovery alone: nothing was found, or more than
+    ``max_removed_share`` of the previous run's documents is gone (a share that failed to mount, a half-synced
+    folder) and ``allow_removals`` is off. None when the run may go on."""
+    where = ", ".join(paths) or "(no paths)"
+    if not refs:
+        return NothingIngestedError(
+            f"no documents found under {where} (supported: .pptx, .pdf); nothing was changed: check that the folder is "
+            "mounted and holds documents, then run again"
+        )
+    previous = _previous_documents(TableStore(Layout(settings.root)))
+    if not previous or settings.allow_removals:
+        return None
+    found = {ref.path for ref in refs}
+    gone = sorted(path for path in previous if path not in found)
+    if len(gone) / len(previous) <= settings.max_removed_share:
+        return None
+    return NothingIngestedError(
+        f"{len(gone)} of the previous run's {len(previous)} documents are no longer under {where} (e.g. "
+        f"{Path(gone[0]).name}), more than max_removed_share={settings.max_removed_share:g}; nothing was changed: check "
+        "that the folder is mounted and complete, or pass --allow-removals (RAGPREP_ALLOW_REMOVALS=true) to remove them"
+    )
+
+
 class DocumentRef(BaseModel, frozen=True):
     """A file to ingest: small and hashable, what flows pass to tasks."""
 

@@ -146,8 +146,10 @@ def rule_hits(ctx: PairContext) -> dict[str, int]:
 def labelled(rows: Sequence[dict]) -> list[Labelled]:
     """The rows with their rule scores and stored round-trip ranks."""
     repeats = title_repeats(rows)
-    return [Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]])), r.get("roundtrip_rank"), r)
-            for r in rows]
+    return [
+        Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]])), r.get("roundtrip_rank"), r)
+        for r in rows
+    ]
 
 
 def approve(item: Labelled, policy: Policy) -> bool:

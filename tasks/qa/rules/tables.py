@@ -97,7 +97,10 @@ def _cell_ok(value: str, label: str) -> bool:
 
 
 def is_metric_table(table: Table) -> bool:
-    """True when the rows are metrics (first header "Metric", "Criterion", "항목", ...) and the columns who or what was measured."""
+    """True when the rows are metrics and the columns who or what was measured.
+
+    A metric table's first header reads "Metric", "Criterion", "항목", ...
+    """
     return table.header0.strip().lower() in _METRIC_HEADERS
 
 
@@ -208,7 +211,10 @@ def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
         column = _column_phrase(table.columns[col], ctx.context)
         subject = column if column[:1].isdigit() else f"the {column}"
         ratio, label, measured, bound = ratios[0]
-        question = f"Did the {column} {_row_phrase(label, ctx.context)} of {measured} stay within the limit of {bound} in {ctx.doc}?"
+        question = (
+            f"Did the {column} {_row_phrase(label, ctx.context)} of {measured} "
+            f"stay within the limit of {bound} in {ctx.doc}?"
+        )
         answer = f"{'Yes' if ratio <= 1 else 'No'}: {measured} vs. limit {bound}"
         yield Candidate(question, answer, "comparative", "table", ctx.element_id)
         if ratios[0][0] != ratios[1][0]:
@@ -254,7 +260,9 @@ MAX_CELLS_PER_TABLE = 6
 _CAPTION_RE = re.compile(r"^(?:Table|Tab\.|표)\s*\d+(?:[.\-]\d+)*", re.IGNORECASE)
 
 
-_KO_CAPTION_RE = re.compile(r"^[\[<〈【□■○●▣※]?\s*(?:\d+\.\s*)?(?P<name>[가-힣A-Za-z0-9][^.:：]{1,58}?)\s*[\]>〉】]?\s*(?:[:：].*)?$")
+_KO_CAPTION_RE = re.compile(
+    r"^[\[<〈【□■○●▣※]?\s*(?:\d+\.\s*)?(?P<name>[가-힣A-Za-z0-9][^.:：]{1,58}?)\s*[\]>〉】]?\s*(?:[:：].*)?$"
+)
 
 
 def table_caption(markdown: str, table_markdown: str, language: str = "en") -> str:
@@ -357,7 +365,9 @@ def _chart_candidates(view: ChunkView) -> Iterator[Candidate]:
             if parse_number(ranked[0][1]) == parse_number(ranked[1][1]) or parse_number(ranked[0][1]) == 0:
                 continue
             category, value = ranked[0]
-            yield Candidate(_peak_question(name, chart, doc, categories, view.language), category, "comparative", "chart", element_id)
+            yield Candidate(
+                _peak_question(name, chart, doc, categories, view.language), category, "comparative", "chart", element_id
+            )
             yield Candidate(_value_question(name, chart, doc, category, view.language), value, "numeric", "chart", element_id)
 
 
@@ -381,7 +391,10 @@ def word_like(line: str, min_words: int = 3) -> bool:
     """True when a line reads as words: at least ``min_words`` words, each a word-shaped token with a vowel
     (or an acronym or Hangul), and no stray symbols."""
     tokens = [t.strip(",.:;!?'\"()") for t in line.split()]
-    words = [t for t in tokens if _WORD_RE.match(t) and (re.search(r"[aeiouyAEIOUY]", t) or t.isupper() or "\uac00" <= t[:1] <= "\ud7a3")]
+    words = [
+        t for t in tokens
+        if _WORD_RE.match(t) and (re.search(r"[aeiouyAEIOUY]", t) or t.isupper() or "\uac00" <= t[:1] <= "\ud7a3")
+    ]
     return len(words) >= min_words and len(words) == len(tokens) and not re.search(r"[|\\{}\[\]<>=~_]", line)
 
 
