@@ -29,7 +29,12 @@ from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
 from tasks.qa.judge import CRITERIA, PairContext
 from tasks.qa.roundtrip import NOT_RANKED
 
-LABEL_FILES = ("tests/data/qa_calibration.jsonl", "tests/data/qa_pipeline_labels.jsonl", "tests/data/qa_heldout_labels.jsonl")
+LABEL_FILES = (
+    "tests/data/qa_calibration.jsonl",
+    "tests/data/qa_pipeline_labels.jsonl",
+    "tests/data/qa_heldout_labels.jsonl",
+    "tests/data/qa_heldout_labels_round2.jsonl",
+)
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 TARGET_PRECISION = 0.9
 RULE_PRECISION = 0.7

@@ -180,11 +180,12 @@ def limit_column(table: Table) -> int | None:
     return limits[0] if len(limits) == 1 else None
 
 
-def _table_cells(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
+def _table_cells(table: Table, ctx: _TableContext, skip: frozenset[tuple[int, str]] = frozenset()) -> Iterator[Candidate]:
+    """One lookup per cell (row x column), except the cells in ``skip`` (column index, row label)."""
     for col in data_columns(table):
         for label, cells in table.rows:
             value = cells[col] if col < len(cells) else ""
-            if not _cell_ok(value, label):
+            if (col, label) in skip or not _cell_ok(value, label):
                 continue
             question = _cell_question(table, col, label, ctx)
             qtype = "numeric" if parse_number(value) is not None else "factual"
@@ -224,10 +225,11 @@ def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
 _TOTAL_LABEL_RE = re.compile(r"^(?:total|sum|overall|all|합계|총계|소계|계|전체)\b", re.IGNORECASE)
 
 
-def _table_highest(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
-    """For tables whose rows are comparable categories: the row with the highest value of a named numeric column."""
+def _highest_rows(table: Table) -> list[tuple[int, str]]:
+    """Per named numeric column of a table of comparable categories: (column index, label of its highest row)."""
     if is_metric_table(table) or len(table.rows) < 3:
-        return
+        return []
+    out = []
     for col in data_columns(table):
         values = [(parse_number(re.sub(r"[^\d.,-]", "", cells[col])), label) for label, cells in table.rows
                   if col < len(cells) and re.fullmatch(r"-?[\d.,]+\s?(?:%|명|개|건|원|[A-Za-z/]{0,4})", cells[col].strip())]
@@ -235,15 +237,21 @@ def _table_highest(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
         if len(values) < 3 or len(values) < len(table.rows) - 1:
             continue
         values.sort(reverse=True)
-        if values[0][0] == values[1][0]:
-            continue
+        if values[0][0] != values[1][0]:
+            out.append((col, values[0][1]))
+    return out
+
+
+def _table_highest(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
+    """For tables whose rows are comparable categories: the row with the highest value of a named numeric column."""
+    for col, label in _highest_rows(table):
         name = table.columns[col]
         if ctx.language == "ko":
             question = f"{ctx.doc}에서 {name} 값이 가장 큰 항목은 무엇인가요?"
         else:
             kind = table.header0.lower() if table.header0 and len(table.header0.split()) <= 3 else "row"
             question = f"In {ctx.doc}, which {kind} has the highest {_column_phrase(name, ctx.context)}?"
-        yield Candidate(question, values[0][1], "comparative", "table", ctx.element_id)
+        yield Candidate(question, label, "comparative", "table", ctx.element_id)
 
 
 MAX_CELLS_PER_TABLE = 6
@@ -296,7 +304,8 @@ def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
         else:
             doc_with_table = f"{caption} of {doc}" if caption else doc
         ctx = _TableContext(element_id, doc_with_table, view.markdown, view.language)
-        cells = list(_table_cells(table, ctx))[:MAX_CELLS_PER_TABLE]
+        # the highest row's own value is the "which is highest" question's twin (the rubric counts it once)
+        cells = list(_table_cells(table, ctx, skip=frozenset(_highest_rows(table))))[:MAX_CELLS_PER_TABLE]
         extra = list(_limit_checks(table, ctx)) + list(_table_highest(table, ctx))
         yield from _interleave([cells[:1], extra, cells[1:]])
 
