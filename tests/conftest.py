@@ -22,6 +22,26 @@ SAMPLE_DOCS = REPO / "sample_docs"
 CORPUS = REPO.parent / "shared" / "corpus"
 
 
+SLOW_FIXTURES = {
+    "prefect_server": "a Prefect API server (every test that runs a flow or the CLI against it)",
+    "version_root": "the sample_docs/ pipeline up to a published version and an evaluation (tests/downstream.py)",
+    "mm_root": "four documents ingested with OCR, through QA, judge, quotes and negatives (test_quotes.py)",
+    "real": "sample_docs/ and the whole corpus through headers and QA (test_qa_rules.py)",
+    "pool": "sample_docs/ and the whole corpus ingested for reference matching (test_refmatch.py)",
+    "evaluated": "the reference-matching evaluation: every sentence and chunk window of 50 items embedded (test_refmatch.py)",
+}
+"""Expensive set-ups: a test that needs one of these (itself or through another fixture) is ``slow``, so it runs in
+``make test`` and not in ``make test-fast``. Tests that are slow on their own carry ``@pytest.mark.slow``."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` (the fast lane runs none of them)."""
+    for item in items:
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def tesseract_ready() -> bool:
     return make_ocr_engine(Settings(), Layout(Path("/nonexistent"))).unavailable_reason() is None
 
@@ -35,6 +55,25 @@ def ingest_into(root: Path, paths: Sequence[Path]) -> Settings:
     outcomes = [ingest_document(ref, settings, None) for ref in discover(paths, settings)]
     assemble_tables(outcomes, settings, datetime.now(timezone.utc))
     return settings
+
+
+@pytest.fixture(scope="session")
+def ingest_copy(tmp_path_factory):
+    """ingest_copy(paths, root) -> Settings: ``paths`` ingested (OCR off, as :func:`ingest_into`) once per session,
+    the prepared root copied to ``root`` (which must not exist yet): modules that start from the same documents
+    share one ingest, and each still writes to a root of its own."""
+    prepared: dict[tuple[str, ...], Path] = {}
+
+    def make(paths: Sequence[Path], root: Path) -> Settings:
+        key = tuple(str(Path(p).resolve()) for p in paths)
+        if key not in prepared:
+            source = tmp_path_factory.mktemp("shared-ingest")
+            ingest_into(source, paths)
+            prepared[key] = source
+        shutil.copytree(prepared[key], root)
+        return Settings(root=root, ocr={"enabled": False})
+
+    return make
 
 
 def copy_root(prepared: Path, tmp_path: Path) -> Path:

@@ -44,8 +44,6 @@ MAX_LINES = 600
 """No Python module of the source tree is longer: split it along its concepts instead."""
 
 LONG_MODULES = {
-    "tasks/ingest/extract/pdf.py": "the PDF backend after the fidelity work (issue 21); being split into page, table and "
-                                   "picture modules",
     "ragprep/settings.py": "the one settings object (DESIGN.md): its groups are field declarations with their descriptions, "
                            "which the Prefect UI, --help and the unknown-variable warnings read from one place",
 }

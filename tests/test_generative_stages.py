@@ -15,7 +15,7 @@ from ragprep.text import numbers_in
 from tasks.enrich.correct import invented_numbers
 from tasks.enrich.run import run_correct, run_describe, run_headers
 from tasks.ingest.run import assemble_tables, discover, ingest_document
-from tests.conftest import SAMPLE_DOCS, copy_root, ingest_into
+from tests.conftest import SAMPLE_DOCS, copy_root
 from tests.fake_llm_server import FakeLLMServer, last_user_text
 
 EXPECTED_HEADERS = {
@@ -35,10 +35,10 @@ EXPECTED_HEADERS = {
 
 
 @pytest.fixture(scope="module")
-def ingested(tmp_path_factory):
-    """sample_docs/ ingested once (OCR off); each test copies the root."""
-    root = tmp_path_factory.mktemp("ingested")
-    ingest_into(root, [SAMPLE_DOCS])
+def ingested(tmp_path_factory, ingest_copy):
+    """sample_docs/ ingested once (OCR off, shared by the session); each test copies the root."""
+    root = tmp_path_factory.mktemp("ingested") / "root"
+    ingest_copy([SAMPLE_DOCS], root)
     return root
 
 

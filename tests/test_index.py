@@ -327,6 +327,7 @@ def test_openai_embeddings_endpoint_behind_the_privacy_guard(tmp_path):
 # -- command line and flow -------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the CLI in a fresh interpreter, model loaded
 def test_cli_search_json(indexed):
     root, report = indexed
     env = {**os.environ, "RAGPREP_OCR__ENABLED": "false"}

@@ -23,7 +23,7 @@ from tasks.qa.judge import CRITERIA, JUDGE_FAILED, CriticScores, score_offline
 from tasks.qa.pair_context import PairContext
 from tasks.qa.review import apply_decisions_file
 from tasks.qa.run import run_judge, run_qa
-from tests.conftest import SAMPLE_DOCS, copy_root, ingest_into
+from tests.conftest import SAMPLE_DOCS, copy_root
 
 REPORT = """# Dummy Measurements (Hybrid III 50th)
 
@@ -237,10 +237,10 @@ BAD_PAIRS = {
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory):
+def generated(tmp_path_factory, ingest_copy):
     """sample_docs/ ingested (OCR off), enriched and through qa (plus two bad pairs), not judged yet."""
-    root = tmp_path_factory.mktemp("judge")
-    settings = ingest_into(root, [SAMPLE_DOCS])
+    root = tmp_path_factory.mktemp("judge") / "root"
+    settings = ingest_copy([SAMPLE_DOCS], root)
     for stage in (run_describe, run_correct, run_headers, run_qa):
         stage(settings)
     store = TableStore(Layout(root))

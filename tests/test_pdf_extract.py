@@ -134,6 +134,7 @@ def test_scan_pages_are_flagged_for_ocr_when_ocr_is_off(extracted, corpus):
     assert chapter_titles(result) == ["Chapter II", "Huge Page", "Wikipedia image"]
 
 
+@pytest.mark.slow  # OCR of a whole scanned document
 @needs_tesseract
 def test_scan_ocr_recovers_known_words(extracted, corpus):
     result = extracted(corpus / "pdf_scan_multipage_ocr.pdf", ocr=True)
@@ -157,6 +158,7 @@ def test_garbage_ratio_detects_broken_text():
     assert garbage_ratio("(cid:12)(cid:13)(cid:14)") == 1.0
 
 
+@pytest.mark.slow  # every corpus PDF extracted whole
 @pytest.mark.parametrize("name", sorted(p.name for p in CORPUS.glob("*.pdf")))
 def test_every_corpus_pdf_extracts_with_chunks_under_budget(extracted, name):
     result = extracted(CORPUS / name)

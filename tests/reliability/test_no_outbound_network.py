@@ -208,6 +208,7 @@ def _deployment_entrypoints() -> list[str]:
     return sorted({deployment["entrypoint"] for deployment in spec["deployments"]})
 
 
+@pytest.mark.slow  # one fresh interpreter per entry point
 def test_entry_points_turn_telemetry_off_before_the_libraries_load(tmp_path):
     full_build = next(entry for entry in _deployment_entrypoints() if entry.startswith("flows/pipeline.py:"))
     cases = [("library", "flows.pipeline"), ("deployment", full_build), ("cli", str(tmp_path / "root"))]

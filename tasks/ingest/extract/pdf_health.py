@@ -5,7 +5,7 @@ Three faults of real text layers are detected per page:
 * lost glyphs: letters whose glyph has no usable Unicode mapping vanish or read as spaces ("sh ll be
   clothed with fo mfitting"): the share of English words found in a dictionary (pyspellchecker's word
   list) falls on the page, or a block holds many fragments that one inserted letter mends ("m de");
-* replacement characters and private-use code points (counted by ``garbage_ratio`` in ``pdf.py``);
+* replacement characters and private-use code points (counted by ``garbage_ratio`` in ``pdf_text.py``);
 * missing word spaces (PDFs made from HWP place Korean words by glyph offsets, not space characters):
   Hangul runs far longer than Korean words.
 

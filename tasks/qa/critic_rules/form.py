@@ -43,11 +43,16 @@ _FINITE_RE = re.compile(
     r"|\b[a-z]{3,}s\s+(?:on|upon)\s+(?:how|whether|what|which)\b"
 )
 _RELATIVE_RE = re.compile(r"\b(?:that|which|who|whom|whose)\b", re.IGNORECASE)
-_KO_ARTEFACT_RE = re.compile(r"은\(는\)|는\(은\)|이\(가\)|가\(이\)|을\(를\)|를\(을\)|와\(과\)|과\(와\)|\(으\)로|으로\(로\)|\(이\)")
+_KO_ARTEFACT_RE = re.compile(
+    r"은\(는\)|는\(은\)|이\(가\)|가\(이\)|을\(를\)|를\(을\)|와\(과\)|과\(와\)|"
+    r"\(으\)로|으로\(로\)|\(이\)"
+)
 _REPEAT_RE = re.compile(r"\b([^\W\d_]{2,})\s+\1\b", re.IGNORECASE)
 _REPEAT_PAIR_RE = re.compile(r"\b([^\W\d_]+\s+[^\W\d_]+)\s+\1\b", re.IGNORECASE)
 _PREPOSITIONS = frozenset("of in on for with by from at to under over above below between during per via that which".split())
-_SINGULAR_S = frozenset("series species news means lens chassis canvas atlas alias bias thermos corpus status basis analysis".split())
+_SINGULAR_S = frozenset(
+    "series species news means lens chassis canvas atlas alias bias thermos corpus status basis analysis".split()
+)
 _DEFINING = frozenset("a an the one any another some something defined called known termed referred what how".split())
 _ONE_OF_RE = re.compile(
     r"\bone of the (?:\w+\s+){0,2}(?:steps|items|points|things|examples|phrases|texts|lines|reasons|options|entries|words)\b"
@@ -128,8 +133,11 @@ def _subject_signals(ctx: PairContext, verb: str, subject: str) -> list[Signal]:
                 Signal("grounded", 2, "a web address split at ':' into a key and a value"),
                 Signal("standalone", 2, "the subject is a fragment of a web address")]
     elif re.fullmatch(r"(?:figure|fig\.|table|chart|slide|page|exhibit)\s*[\d.]+", core, re.IGNORECASE):
-        out += [Signal("well_formed", 2, f"asks what the label '{core}' is"), Signal("useful", 2, f"asks for the caption of '{core}'")]
-    elif not re.search(r"[^\W\d_]{2,}", re.sub(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?", "", core, flags=re.I)):
+        out += [Signal("well_formed", 2, f"asks what the label '{core}' is"),
+                Signal("useful", 2, f"asks for the caption of '{core}'")]
+    elif not re.search(
+        r"[^\W\d_]{2,}", re.sub(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?", "", core, flags=re.I)
+    ):
         out += [Signal("well_formed", 2, f"the key '{core}' is a date or a number, not a named quantity"),
                 Signal("grounded", 2, "a time stamp or number split at ':' into a key and a value"),
                 Signal("standalone", 2, "a bare date or number is no subject a user could ask about"),
@@ -234,13 +242,19 @@ def _grammar_signals(ctx: PairContext) -> list[Signal]:
     if attribute and _head_noun(attribute.group("attribute")).casefold() not in DOCUMENT_ATTRIBUTES:
         name = attribute.group("attribute")
         if not set(_words(name)) & set(_words(ctx.answer)):
-            out.append(Signal("well_formed", 2, f"asks for 'the {name}' of a document: a label turned into a question that makes no sense"))
+            out.append(Signal(
+                "well_formed", 2, f"asks for 'the {name}' of a document: a label turned into a question that makes no sense"
+            ))
     for token in re.findall(r"\b[a-z]+[A-Z]\w*", _QUOTED_RE.sub(" ", question)):
         if token[:1].upper() + token[1:] in ctx.chunk_markdown:
             out.append(Signal("well_formed", 2, f"a mis-cased name ('{token}')"))
             break
     person = re.match(r"(?P<name>(?:[A-Z][a-z]+\s){1,3}[A-Z][a-z]+)\s+is\s+(?:an?|the)\s", ctx.answer.strip())
-    if person and re.search(rf"\bwhat is {re.escape(person.group('name'))}\b", question, re.IGNORECASE) and _PERSON_ROLE_RE.search(ctx.answer):
+    if (
+        person
+        and re.search(rf"\bwhat is {re.escape(person.group('name'))}\b", question, re.IGNORECASE)
+        and _PERSON_ROLE_RE.search(ctx.answer)
+    ):
         out += [Signal("well_formed", 2, f"asks 'what is' about a person ({person.group('name')})"),
                 Signal("useful", 2, "a contributor's biography, not a fact of the document's subject")]
     return out

@@ -175,7 +175,9 @@ def _unbalanced(text: str) -> bool:
 def _debris(token: str) -> bool:
     """Layout debris: stray symbols, a leading '=', a rule of dashes, digits glued to a run of letters."""
     core = token.strip(".,;:!?\"'“”‘’()[]")
-    return bool(_STRAY_TOKEN_RE.search(token) or token.startswith("=") or _RULE_RE.match(token) or (core and _GLUED_RE.match(core)))
+    return bool(
+        _STRAY_TOKEN_RE.search(token) or token.startswith("=") or _RULE_RE.match(token) or (core and _GLUED_RE.match(core))
+    )
 
 
 def _misread(tokens: list[str], i: int) -> bool:
@@ -328,7 +330,8 @@ def grounded_signals(ctx: PairContext) -> list[Signal]:
     """Is the answer correct and fully supported by the chunk?"""
     answer = ctx.answer.strip()
     if not _words(answer) and not any(unicodedata.category(ch) in ("Sm", "So") or "\u0370" <= ch <= "\u03ff" for ch in answer):
-        return [Signal("grounded", 1, "the answer has no words or numbers"), Signal("well_formed", 1, "an empty answer ('-', '·')"),
+        return [Signal("grounded", 1, "the answer has no words or numbers"),
+                Signal("well_formed", 1, "an empty answer ('-', '·')"),
                 Signal("useful", 1, "empty answer")]
     located = locate(answer, ctx.chunk_markdown)
     out = _span_signals(ctx, located)

@@ -66,7 +66,8 @@ GENERIC_WORDS = frozenset(
     status update updates plan schedule meeting meetings minutes weekly monthly daily title abstract preface index glossary
     vs versus time outline agenda topics topic other misc miscellaneous part main new old first second final draft
     presentation deck file source sources comments comment remarks remark list lists overview session sessions
-    요약 개요 결과 회의 안건 검토 목차 참고 일정 결정 사항 표 그림 자료 현황 비고 기타 내용 소개 서론 결론 부록 주요 보고 발표""".split()
+    요약 개요 결과 회의 안건 검토 목차 참고 일정 결정 사항 표 그림 자료 현황 비고 """
+    """기타 내용 소개 서론 결론 부록 주요 보고 발표""".split()
 )
 _STOP = frozenset(
     "a an the of in on at to for from by with and or is are was were be what which who how why when where this that these "
@@ -108,7 +109,10 @@ SELF_IDENTIFYING_WORDS = 5
 
 
 _KO_PARTICLE_RE = re.compile(r"(?<=[가-힣])(?:에서는|에서|에게|으로|은|는|이|가|을|를|의|에|와|과|로|도|만|란|이란)$")
-_KO_STOP = frozenset("무엇 무엇인가요 인가요 언제 언제인가요 얼마 얼마인가요 어디 누구 어느 쪽 더 이후 열렸나요 되었나요 나요 및 등 중 각".split())
+_KO_STOP = frozenset(
+    "무엇 무엇인가요 인가요 언제 언제인가요 얼마 얼마인가요 어디 누구 어느 쪽 "
+    "더 이후 열렸나요 되었나요 나요 및 등 중 각".split()
+)
 
 
 def _content_words(text: str) -> list[str]:
@@ -334,7 +338,9 @@ def page_furniture(answer: str, chunk: str, title: str = "") -> bool:
         return True  # "- 1 -", "Page 3 of 40"
     match = _FURNITURE_RE.match(answer)
     lines = [ln.strip().strip("#*> ").strip() for ln in chunk.splitlines()]
-    whole_line = any(ln == answer or (ln.endswith(answer) and re.fullmatch(r"[\d.\s]*", ln[: -len(answer)])) for ln in lines if ln)
+    whole_line = any(
+        ln == answer or (ln.endswith(answer) and re.fullmatch(r"[\d.\s]*", ln[: -len(answer)])) for ln in lines if ln
+    )
     if not match or not whole_line:
         return False
     text = match.group("text") or match.group("text2")

@@ -164,7 +164,10 @@ UNITS = r"(?:km/h|m/s2|m/s|mm|cm|ms|kNm|kN|Nm|kg|kHz|Hz|g|N|s|m|%|percent|degree
 _MEASURE_EN_RE = re.compile(
     rf"^(?P<metric>[A-Z][A-Za-z][A-Za-z\- ]{{1,58}}?)\s+(?:(?:measured\s+)?(?:at|of)\s+)?(?P<value>\d[\d.,]*\s?{UNITS})$"
 )
-_MEASURE_KO_RE = re.compile(r"^(?P<metric>[가-힣][가-힣A-Za-z0-9 ]{1,38}?)\s+(?P<value>\d[\d.,]*\s?(?:ms|mm|km/h|kN|g|%|도|초|명|개|건))$")
+_MEASURE_KO_RE = re.compile(
+    r"^(?P<metric>[가-힣][가-힣A-Za-z0-9 ]{1,38}?)\s+"
+    r"(?P<value>\d[\d.,]*\s?(?:ms|mm|km/h|kN|g|%|도|초|명|개|건))$"
+)
 _CHANGE_RE = re.compile(
     r"^(?P<subj>[A-Z][\w\- ]{1,50}?) (?P<verb>improved|dropped|decreased|increased|fell|rose|grew|declined|was reduced)"
     rf" by (?P<value>\d[\d.,]*\s?{UNITS})(?P<rest>[^.;]*)\.$"
@@ -199,7 +202,9 @@ def _measurement_candidates(view: ChunkView) -> Iterator[Candidate]:
         share = _SHARE_RE.match(line)
         if share and view.language == "en":
             place = where(view)
-            yield Candidate(f"What share of {share.group('rest')}, according to {place}?", share.group("value"), "numeric", "text")
+            yield Candidate(
+                f"What share of {share.group('rest')}, according to {place}?", share.group("value"), "numeric", "text"
+            )
             continue
         change = _CHANGE_RE.match(line)
         if change and not has_clause_word(change.group("subj")):
@@ -280,8 +285,11 @@ def _term_phrase(match: re.Match, context: str) -> str | None:
     return f"{phrase} ({match.group('alias')})" if match.group("alias") else phrase
 
 
-_ROLE_RE = re.compile(r"\b(?:manager|leader|lead|architect|engineer|director|professor|researcher|scientist|specialist|"
-                      r"consultant|author|head|member|president|student|chair|officer|analyst|developer|designer)\b", re.IGNORECASE)
+_ROLE_RE = re.compile(
+    r"\b(?:manager|leader|lead|architect|engineer|director|professor|researcher|scientist|specialist|"
+    r"consultant|author|head|member|president|student|chair|officer|analyst|developer|designer)\b",
+    re.IGNORECASE,
+)
 
 
 def _person(term: str, predicate: str) -> bool:
@@ -320,7 +328,9 @@ def definition_question(sentence: str, context: str, where_phrase: str) -> tuple
     return f"According to {where_phrase}, what {auxiliary} {term} mean?", "definitional"
 
 
-_KO_DEFINITION_RE = re.compile(r"^(?P<term>[가-힣A-Za-z0-9][가-힣A-Za-z0-9 \-]{0,20}?)(?:이란|란)\s.+(?:말한다|뜻한다|의미한다|이다)\.$")
+_KO_DEFINITION_RE = re.compile(
+    r"^(?P<term>[가-힣A-Za-z0-9][가-힣A-Za-z0-9 \-]{0,20}?)(?:이란|란)\s.+(?:말한다|뜻한다|의미한다|이다)\.$"
+)
 
 
 def _definition_candidates(view: ChunkView) -> Iterator[Candidate]:
@@ -345,7 +355,9 @@ def _definition_candidates(view: ChunkView) -> Iterator[Candidate]:
 _AUXILIARIES = {"is", "are", "was", "were", "can", "could", "must", "should", "will", "would", "may", "might", "has", "have",
                 "had", "does", "do", "did", "cannot"}
 _NEGATED = {"cannot": "can't"}
-_PRONOUN_SUBJECTS = {"it", "this", "that", "these", "those", "they", "there", "we", "he", "she", "i", "you", "which", "who", "one"}
+_PRONOUN_SUBJECTS = {
+    "it", "this", "that", "these", "those", "they", "there", "we", "he", "she", "i", "you", "which", "who", "one"
+}
 _DETERMINER_NEEDED = {"next", "last", "first", "second", "previous", "new", "current", "final"}
 _NOT_IN_SUBJECT = {"because", "if", "when", "since", "although", "though", "while", "as", "once", "unless", "until", "whereas",
                    "after", "before", "our", "we", "us", "your", "my", "you", "i"}
@@ -467,7 +479,8 @@ def _causal_candidates(view: ChunkView) -> Iterator[Candidate]:
 # --- procedures --------------------------------------------------------------------------------
 
 _PROCEDURE_RE = re.compile(
-    r"(?:steps?|stages?)\s(?:of|for|in)\s(?P<a>[^:.]{3,80})[:.]?$|^(?P<b>[A-Z][^:.]{3,80}?)\s(?:is|are)\s(?:summari[sz]ed|listed|described)\s(?:below|as follows)[:.]?$"
+    r"(?:steps?|stages?)\s(?:of|for|in)\s(?P<a>[^:.]{3,80})[:.]?$"
+    r"|^(?P<b>[A-Z][^:.]{3,80}?)\s(?:is|are)\s(?:summari[sz]ed|listed|described)\s(?:below|as follows)[:.]?$"
 )
 _STEP_RE = re.compile(r"^\s*(?P<n>\d{1,2})[.)]\s+(?P<text>.{8,300})$")
 
@@ -485,7 +498,9 @@ def _procedure_candidates(view: ChunkView) -> Iterator[Candidate]:
         what = _lower_first((intro.group("a") or intro.group("b")).strip(), view.markdown)
         if has_clause_word(what.replace("the ", "", 1)) and not what.startswith("the "):
             continue
-        yield Candidate(f"What is the first step of {what}, according to {doc}?", step.group("text").strip(), "procedural", "text")
+        yield Candidate(
+            f"What is the first step of {what}, according to {doc}?", step.group("text").strip(), "procedural", "text"
+        )
 
 
 def _complete_item(text: str) -> bool:

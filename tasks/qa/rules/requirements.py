@@ -30,7 +30,9 @@ _LIMIT_RE = re.compile(
 _SUBJECT_RE = re.compile(r"^(?P<subject>[A-Z][^,;:()]{3,110}?)\s(?P<verb>shall|must)\s")
 _NOT_SUBJECT_START = frozenset("it this that these those they there if when where in for after before during as at on with "
                                "no none such".split())
-_INNER_MODIFIER_RE = re.compile(r",\s(?:as|when)\s(?:measured|tested|determined|specified|calculated)\b[^,]{0,80},", re.IGNORECASE)
+_INNER_MODIFIER_RE = re.compile(
+    r",\s(?:as|when)\s(?:measured|tested|determined|specified|calculated)\b[^,]{0,80},", re.IGNORECASE
+)
 _CONDITION_PREFIX_RE = re.compile(
     r"^(?:When|Where)\s+(?:tested|measured|determined|calculated)\s+(?:in accordance with|as prescribed in|according to)\s+"
     r"(?:paragraph|annex|S)\s?[\dA-Z][\w.]*\.?,?\s+",
@@ -56,7 +58,10 @@ def _condition(sentence: str) -> tuple[str, str]:
 
 
 def _subject(sentence: str) -> tuple[str, str] | None:
-    """(subject, the clause from the subject on) of a requirement sentence, or None when its subject is not a clean noun phrase."""
+    """(subject, the clause from the subject on) of a requirement sentence.
+
+    None when its subject is not a clean noun phrase.
+    """
     raw = _CONDITION_PREFIX_RE.sub("", _PARAGRAPH_NUMBER_RE.sub("", sentence))
     body = raw[:1].upper() + raw[1:]
     match = _SUBJECT_RE.match(_INNER_MODIFIER_RE.sub("", body))

@@ -24,7 +24,11 @@ MIN_PART_CHARS = 80
 
 def _section_name(heading: str, view: ChunkView) -> str:
     name = clean_name(strip_numbering(heading.strip(" #*")))
-    if not real_title(name) or is_running_head(name, set(view.handle.running_heads)) or len(name.split()) < 2 and not name[:1].isupper():
+    if (
+        not real_title(name)
+        or is_running_head(name, set(view.handle.running_heads))
+        or len(name.split()) < 2 and not name[:1].isupper()
+    ):
         return ""
     return name
 

@@ -97,7 +97,10 @@ def _cell_ok(value: str, label: str) -> bool:
 
 
 def is_metric_table(table: Table) -> bool:
-    """True when the rows are metrics (first header "Metric", "Criterion", "항목", ...) and the columns who or what was measured."""
+    """True when the rows are metrics and the columns who or what was measured.
+
+    A metric table's first header reads "Metric", "Criterion", "항목", ...
+    """
     return table.header0.strip().lower() in _METRIC_HEADERS
 
 
@@ -177,11 +180,12 @@ def limit_column(table: Table) -> int | None:
     return limits[0] if len(limits) == 1 else None
 
 
-def _table_cells(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
+def _table_cells(table: Table, ctx: _TableContext, skip: frozenset[tuple[int, str]] = frozenset()) -> Iterator[Candidate]:
+    """One lookup per cell (row x column), except the cells in ``skip`` (column index, row label)."""
     for col in data_columns(table):
         for label, cells in table.rows:
             value = cells[col] if col < len(cells) else ""
-            if not _cell_ok(value, label):
+            if (col, label) in skip or not _cell_ok(value, label):
                 continue
             question = _cell_question(table, col, label, ctx)
             qtype = "numeric" if parse_number(value) is not None else "factual"
@@ -207,7 +211,10 @@ def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
         column = _column_phrase(table.columns[col], ctx.context)
         subject = column if column[:1].isdigit() else f"the {column}"
         ratio, label, measured, bound = ratios[0]
-        question = f"Did the {column} {_row_phrase(label, ctx.context)} of {measured} stay within the limit of {bound} in {ctx.doc}?"
+        question = (
+            f"Did the {column} {_row_phrase(label, ctx.context)} of {measured} "
+            f"stay within the limit of {bound} in {ctx.doc}?"
+        )
         answer = f"{'Yes' if ratio <= 1 else 'No'}: {measured} vs. limit {bound}"
         yield Candidate(question, answer, "comparative", "table", ctx.element_id)
         if ratios[0][0] != ratios[1][0]:
@@ -218,10 +225,11 @@ def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
 _TOTAL_LABEL_RE = re.compile(r"^(?:total|sum|overall|all|합계|총계|소계|계|전체)\b", re.IGNORECASE)
 
 
-def _table_highest(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
-    """For tables whose rows are comparable categories: the row with the highest value of a named numeric column."""
+def _highest_rows(table: Table) -> list[tuple[int, str]]:
+    """Per named numeric column of a table of comparable categories: (column index, label of its highest row)."""
     if is_metric_table(table) or len(table.rows) < 3:
-        return
+        return []
+    out = []
     for col in data_columns(table):
         values = [(parse_number(re.sub(r"[^\d.,-]", "", cells[col])), label) for label, cells in table.rows
                   if col < len(cells) and re.fullmatch(r"-?[\d.,]+\s?(?:%|명|개|건|원|[A-Za-z/]{0,4})", cells[col].strip())]
@@ -229,15 +237,21 @@ def _table_highest(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
         if len(values) < 3 or len(values) < len(table.rows) - 1:
             continue
         values.sort(reverse=True)
-        if values[0][0] == values[1][0]:
-            continue
+        if values[0][0] != values[1][0]:
+            out.append((col, values[0][1]))
+    return out
+
+
+def _table_highest(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
+    """For tables whose rows are comparable categories: the row with the highest value of a named numeric column."""
+    for col, label in _highest_rows(table):
         name = table.columns[col]
         if ctx.language == "ko":
             question = f"{ctx.doc}에서 {name} 값이 가장 큰 항목은 무엇인가요?"
         else:
             kind = table.header0.lower() if table.header0 and len(table.header0.split()) <= 3 else "row"
             question = f"In {ctx.doc}, which {kind} has the highest {_column_phrase(name, ctx.context)}?"
-        yield Candidate(question, values[0][1], "comparative", "table", ctx.element_id)
+        yield Candidate(question, label, "comparative", "table", ctx.element_id)
 
 
 MAX_CELLS_PER_TABLE = 6
@@ -246,7 +260,9 @@ MAX_CELLS_PER_TABLE = 6
 _CAPTION_RE = re.compile(r"^(?:Table|Tab\.|표)\s*\d+(?:[.\-]\d+)*", re.IGNORECASE)
 
 
-_KO_CAPTION_RE = re.compile(r"^[\[<〈【□■○●▣※]?\s*(?:\d+\.\s*)?(?P<name>[가-힣A-Za-z0-9][^.:：]{1,58}?)\s*[\]>〉】]?\s*(?:[:：].*)?$")
+_KO_CAPTION_RE = re.compile(
+    r"^[\[<〈【□■○●▣※]?\s*(?:\d+\.\s*)?(?P<name>[가-힣A-Za-z0-9][^.:：]{1,58}?)\s*[\]>〉】]?\s*(?:[:：].*)?$"
+)
 
 
 def table_caption(markdown: str, table_markdown: str, language: str = "en") -> str:
@@ -288,7 +304,8 @@ def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
         else:
             doc_with_table = f"{caption} of {doc}" if caption else doc
         ctx = _TableContext(element_id, doc_with_table, view.markdown, view.language)
-        cells = list(_table_cells(table, ctx))[:MAX_CELLS_PER_TABLE]
+        # the highest row's own value is the "which is highest" question's twin (the rubric counts it once)
+        cells = list(_table_cells(table, ctx, skip=frozenset(_highest_rows(table))))[:MAX_CELLS_PER_TABLE]
         extra = list(_limit_checks(table, ctx)) + list(_table_highest(table, ctx))
         yield from _interleave([cells[:1], extra, cells[1:]])
 
@@ -348,7 +365,9 @@ def _chart_candidates(view: ChunkView) -> Iterator[Candidate]:
             if parse_number(ranked[0][1]) == parse_number(ranked[1][1]) or parse_number(ranked[0][1]) == 0:
                 continue
             category, value = ranked[0]
-            yield Candidate(_peak_question(name, chart, doc, categories, view.language), category, "comparative", "chart", element_id)
+            yield Candidate(
+                _peak_question(name, chart, doc, categories, view.language), category, "comparative", "chart", element_id
+            )
             yield Candidate(_value_question(name, chart, doc, category, view.language), value, "numeric", "chart", element_id)
 
 
@@ -372,7 +391,10 @@ def word_like(line: str, min_words: int = 3) -> bool:
     """True when a line reads as words: at least ``min_words`` words, each a word-shaped token with a vowel
     (or an acronym or Hangul), and no stray symbols."""
     tokens = [t.strip(",.:;!?'\"()") for t in line.split()]
-    words = [t for t in tokens if _WORD_RE.match(t) and (re.search(r"[aeiouyAEIOUY]", t) or t.isupper() or "\uac00" <= t[:1] <= "\ud7a3")]
+    words = [
+        t for t in tokens
+        if _WORD_RE.match(t) and (re.search(r"[aeiouyAEIOUY]", t) or t.isupper() or "\uac00" <= t[:1] <= "\ud7a3")
+    ]
     return len(words) >= min_words and len(words) == len(tokens) and not re.search(r"[|\\{}\[\]<>=~_]", line)
 
 

@@ -84,7 +84,9 @@ def has_final_consonant(word: str) -> bool:
     return bool(sound and sound[0])
 
 
-PARTICLES = {"은/는": ("은", "는"), "이/가": ("이", "가"), "을/를": ("을", "를"), "과/와": ("과", "와"), "으로/로": ("으로", "로")}
+PARTICLES = {
+    "은/는": ("은", "는"), "이/가": ("이", "가"), "을/를": ("을", "를"), "과/와": ("과", "와"), "으로/로": ("으로", "로")
+}
 
 
 def particle(word: str, pair: str) -> str:
@@ -238,7 +240,11 @@ def label_phrase(label: str, context: str) -> str:
     if not first[:1].isupper() or not first[1:].islower() or not first.replace("-", "").isalpha():
         return label
     if not rest:
-        return label.lower() if label.lower() in _COMMON_LABELS or re.search(rf"\b{re.escape(label.lower())}\b", context) else label
+        return (
+            label.lower()
+            if label.lower() in _COMMON_LABELS or re.search(rf"\b{re.escape(label.lower())}\b", context)
+            else label
+        )
     plain = all(w.islower() or w.isupper() or not any(c.isalpha() for c in w) or w.startswith("(") for w in rest.split())
     return f"{first.lower()} {rest}" if plain else label
 
@@ -252,7 +258,9 @@ _GENERIC_TITLE_RE = re.compile(
     r"front matter|front cover|back cover|contents|notes|draft|test|results?|[^\w]*)$",
     re.IGNORECASE,
 )
-_DANGLING_END_RE = re.compile(r"(?:\s(?:of|for|and|or|the|a|an|to|in|on|with|by|from)|위한|대한|관한|따른|통한|및|:|,|-)$", re.IGNORECASE)
+_DANGLING_END_RE = re.compile(
+    r"(?:\s(?:of|for|and|or|the|a|an|to|in|on|with|by|from)|위한|대한|관한|따른|통한|및|:|,|-)$", re.IGNORECASE
+)
 
 
 def real_title(text: str | None, file_name: str = "") -> bool:

