@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -252,10 +253,13 @@ def test_false_negative_guard_skips_a_candidate_holding_the_answer(mm_root):
     layout = Layout(settings.root)
     quotes, elements = TableStore(layout).read("quotes"), TableStore(layout).read("elements")
     texts = [q for q in quotes if q.modality == "text" and len(q.text) > 60]
-    gold, twin = texts[0], texts[0].model_copy(update={"quote_id": "twin", "doc_id": "other-doc", "source_path": "other.pdf"})
+    # the gold comes from the document with the fewest text quotes (same-document candidates are examined first, so the
+    # twin in another document is reached within the set's room), chosen by id, not by the order documents were read
+    per_doc = Counter(q.doc_id for q in quotes if q.modality == "text")
+    gold = min(texts, key=lambda q: (per_doc[q.doc_id], q.quote_id))
+    twin = gold.model_copy(update={"quote_id": "twin", "doc_id": "other-doc", "source_path": "other.pdf"})
     answer = " ".join(gold.text.split()[:8])
-    # the question comes from the gold's chunk, so the twin (a copy of that quote) is of the question's split whichever
-    # quote comes first (that depends on where the checkout and the corpus lie: documents are read in path order)
+    # the question comes from the gold's chunk, so the twin (a copy of that quote) is of the question's split
     question = Question(q_key="guard", origin="qa_pair", doc_id=gold.doc_id, source_path=gold.source_path,
                         chunk_id=gold.chunk_id,
                         question=f"What does it say about {answer.split()[0]}?", answer=answer, question_type="factual",

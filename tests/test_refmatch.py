@@ -154,8 +154,12 @@ FLOORS = {
     # measured with the default settings on this set (30 English answers, 79 sentences with a source, 98 in all; 20 Korean,
     # 51 of 66): EN P/R 0.988/1.0, 0.988/1.0, 0.988/1.0, 1.0/0.911; KO 0.942/0.961, 0.942/0.961, 0.961/0.961, 0.961/0.961.
     # Floors are about one sentence below, for float differences between BLAS builds.
+    # Korean, re-measured after the PDF fidelity work (issue 21) re-read the HWP-made PDF's word spacing: the set drawn
+    # from the new chunks (52 sourced sentences) gives P/R 0.863/0.846, 0.863/0.846, 0.878/0.827, 0.929/0.75. The
+    # matcher is unchanged: on the chunks of the earlier extraction the current code still gives 0.942/0.961 ... exactly
+    # as before; the drop is the new Korean text (open: the matcher on correctly spaced Korean).
     ("en", 0.0): (0.97, 0.98), ("en", 0.3): (0.97, 0.98), ("en", 0.5): (0.97, 0.98), ("en", 0.7): (0.98, 0.89),
-    ("ko", 0.0): (0.92, 0.94), ("ko", 0.3): (0.92, 0.94), ("ko", 0.5): (0.94, 0.94), ("ko", 0.7): (0.94, 0.94),
+    ("ko", 0.0): (0.84, 0.82), ("ko", 0.3): (0.84, 0.82), ("ko", 0.5): (0.85, 0.80), ("ko", 0.7): (0.90, 0.72),
 }
 
 
