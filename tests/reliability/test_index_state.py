@@ -44,7 +44,7 @@ def _lance_data_file(folder: Path) -> Path:
 
 DAMAGE = {
     "manifest truncated": lambda f: (f / "manifest.json").write_text((f / "manifest.json").read_text()[:40]),
-    "chunk ids deleted": lambda f: (f / "chunk_ids.json").unlink(),
+    "unit ids deleted": lambda f: (f / "unit_ids.json").unlink(),
     "bm25 garbage": lambda f: [p.write_bytes(b"\x00garbage" * 8) for p in (f / "bm25").iterdir() if p.is_file()],
     "lance data deleted": lambda f: _lance_data_file(f).unlink(),
     "lance data truncated": lambda f: _lance_data_file(f).write_bytes(_lance_data_file(f).read_bytes()[:100]),
@@ -58,7 +58,7 @@ def test_damaged_index_is_one_line_naming_ragprep_index(indexed, tmp_path, damag
     folder = index_folder(Settings(root=root), "v1")
     DAMAGE[damage](folder)
     commands = [("search", "pulse", "--mode", "hybrid")]
-    if damage in ("lance data truncated", "chunk ids deleted"):  # ask opens the index the same way: two cases suffice
+    if damage in ("lance data truncated", "unit ids deleted"):  # ask opens the index the same way: two cases suffice
         commands.append(("ask", "What is the peak pulse?"))
     for args in commands:
         proc = _cli(root, *args)
