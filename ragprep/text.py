@@ -33,11 +33,16 @@ def word_tokens(text: str) -> list[str]:
     for word in _TOKEN_RE.findall(text.lower()):
         out.append(word)
         if _HANGUL_RE.search(word):
-            for particle in PARTICLES:
-                if word.endswith(particle) and len(word) - len(particle) >= 2:
-                    out.append(word[: -len(particle)])
-                    break
+            out += _without_particle(word)
     return out
+
+
+def _without_particle(word: str) -> list[str]:
+    """A Korean word without its trailing particle (the first of ``PARTICLES`` that leaves 2+ characters), or []."""
+    for particle in PARTICLES:
+        if word.endswith(particle) and len(word) - len(particle) >= 2:
+            return [word[: -len(particle)]]
+    return []
 
 
 def tokens(text: str) -> list[str]:
@@ -48,10 +53,7 @@ def tokens(text: str) -> list[str]:
     for word in _TOKEN_RE.findall(text.lower()):
         out.append(word)
         if _HANGUL_RE.search(word):
-            for particle in PARTICLES:
-                if word.endswith(particle) and len(word) - len(particle) >= 2:
-                    out.append(word[: -len(particle)])
-                    break
+            out += _without_particle(word)
             for run in _HANGUL_RUN_RE.findall(word):
                 out += [run[i:i + 2] for i in range(len(run) - 1)]
     return out
