@@ -9,14 +9,18 @@ from __future__ import annotations
 import io
 import os
 import random
+import signal
 import struct
+import subprocess
+import sys
+import time
 import zipfile
 import zlib
 from pathlib import Path
 
 import pymupdf
 
-from tests.conftest import SAMPLE_DOCS
+from tests.conftest import REPO, SAMPLE_DOCS
 
 BASE_DECK = SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx"
 BOMB_MEMBER = "ppt/slides/slide1.xml"
@@ -265,3 +269,22 @@ def pdf_huge_image(target: Path, width: int = 100_000, height: int = 100_000, pa
     pdf.saveIncr()
     pdf.close()
     return target
+
+
+def kill_at_marker(script: str, args: list[str], marker: Path, wait_s: float) -> bool:
+    """Run ``python -c script *args`` (no RAGPREP_* variables, the checkout importable) and ``kill -9`` it as soon as
+    it has written ``marker``; True when it got there within ``wait_s`` seconds (else it is killed all the same)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPREP_")} | {"PYTHONPATH": str(REPO)}
+    child = subprocess.Popen([sys.executable, "-c", script, *args], cwd=REPO, env=env)
+    try:
+        deadline = time.monotonic() + wait_s
+        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reached = marker.exists()
+        if reached:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    return reached

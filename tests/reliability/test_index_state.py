@@ -5,10 +5,8 @@ line naming ``ragprep index`` (exit 2) on ``search`` and ``ask``, a rebuild repa
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from tasks.dataset.versions import build_version
 from tasks.index.run import run_index
 from tasks.index.store import SearchIndex, index_folder
 from tests.conftest import REPO, SAMPLE_DOCS, copy_root, ingest_into
+from tests.reliability.faults import kill_at_marker
 
 RAGPREP = str(Path(sys.executable).with_name("ragprep"))
 
@@ -94,18 +93,7 @@ def test_kill_9_during_index_leaves_the_previous_index_answering(indexed, tmp_pa
     folder = index_folder(settings, "v1")
     before = [h.chunk_id for h in SearchIndex.open(folder).search("pulse", 5, "bm25")]
     marker = tmp_path / "staged"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPREP_")} | {"PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(root), str(marker)], cwd=REPO, env=env)
-    try:
-        deadline = time.monotonic() + 240
-        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert marker.exists(), "the build never reached the swap"
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    assert kill_at_marker(KILLED_BUILD, [str(root), str(marker)], marker, 240), "the build never reached the swap"
     staging = Path(marker.read_text())
     assert staging.is_dir()  # the killed build's new index, never swapped in
     assert [h.chunk_id for h in SearchIndex.open(folder).search("pulse", 5, "bm25")] == before

@@ -4,19 +4,13 @@ previous one loadable (written beside it, swapped in with one atomic exchange)."
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import numpy as np
 import pytest
 
 from ragprep.storage import Layout
 from tasks.train.loading import trained_adapter, trained_reranker
 from tasks.train.models import ADAPTER, LINEAR_RERANKER, ModelUnreadableError, latest_model, save_model
-from tests.conftest import REPO
+from tests.reliability.faults import kill_at_marker
 
 EMBEDDER = "test/hashing-64"
 
@@ -69,18 +63,7 @@ def test_kill_9_while_saving_a_model_leaves_the_previous_one(tmp_path):
     layout = Layout(tmp_path / "root")
     _adapter(layout, "a1", 2.0)
     marker = tmp_path / "writing"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPREP_")} | {"PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, "-c", KILLED_SAVE, str(tmp_path / "root"), str(marker)], cwd=REPO, env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert marker.exists(), "the save never started writing"
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    assert kill_at_marker(KILLED_SAVE, [str(tmp_path / "root"), str(marker)], marker, 120), "the save never started writing"
     weights, card = trained_adapter(layout, EMBEDDER)
     assert float(weights[0, 0]) == 2.0 and card["embedder"] == EMBEDDER  # the previous model, whole
     _adapter(layout, "a1", 5.0)  # a later save of the same id replaces it (one atomic exchange)
