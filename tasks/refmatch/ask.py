@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -142,11 +143,17 @@ def kept_reranker(settings: Settings, embedder: Embedder):
     return kept("ask-reranker", key, lambda: _reranker(settings, embedder))
 
 
+SCORER_REUSE = 500
+"""Answers one kept scorer matches before a fresh one replaces it (the embedded scorer remembers every sentence
+vector it embedded; a long-running ``ragprep serve`` must not grow without bound)."""
+_scorer_uses = itertools.count()
+
+
 def kept_scorer(settings: Settings, embedder: Embedder) -> SpanScorer:
     """``build_scorer``, built once per process for the same embedder, models and ``refmatch`` settings (the
-    embedded scorer keeps the window vectors it has read)."""
+    embedded scorer keeps the window vectors it has read), and again after ``SCORER_REUSE`` answers."""
     key = (id(embedder), str(Path(settings.root).resolve()), models_stamp(Layout(settings.root)),
-           settings.refmatch.model_dump_json())
+           settings.refmatch.model_dump_json(), next(_scorer_uses) // SCORER_REUSE)
     return kept("ask-scorer", key, lambda: build_scorer(settings, embedder))
 
 
