@@ -178,6 +178,22 @@ def chunk_bodies(metadata: pa.Table) -> list[str]:
     return ["\n\n".join(t for _, t in sorted(p)) for p in parts.values() if len(p) > 1]
 
 
+def _two_phases(progress: Progress | None) -> tuple[Progress | None, Progress | None]:
+    """Progress callbacks for the passages, then the windows, as one count (the windows' ticks after the passages')."""
+    if progress is None:
+        return None, None
+    first = [0]
+
+    def passages(done: int, total: int) -> None:
+        first[0] = total
+        progress(done, total)
+
+    def windows(done: int, total: int) -> None:
+        progress(first[0] + done, first[0] + total)
+
+    return passages, windows
+
+
 def run_index(settings: Settings, version: str | None = None, variant: str | None = None,
               progress: Progress | None = None) -> IndexReport:
     """Embed the chunks of ``version`` (default LATEST) and write the ``variant`` index (default ``index.variant``)."""
@@ -201,11 +217,12 @@ def run_index(settings: Settings, version: str | None = None, variant: str | Non
     indexed = [indexed_text(c, t) for c, t in zip(metadata.column("context").to_pylist(), metadata.column("text").to_pylist())]
     embedder = make_embedder(spec, settings, Layout(settings.root).embeddings_cache_dir)
     embed_started = time.perf_counter()
-    vectors = embedder.passages(indexed, progress)
+    passages_progress, windows_progress = _two_phases(progress)
+    vectors = embedder.passages(indexed, passages_progress)
     passage_counts = (embedder.counts.embedded, embedder.counts.reused)
     windows = index_windows(indexed, metadata.column("text").to_pylist(), chunk_bodies(metadata),
                             settings.refmatch.window_words)
-    embedder.passages(windows, progress)  # read after retrieval: embedded now, found in the cache by ask/refmatch
+    embedder.passages(windows, windows_progress)  # read after retrieval: embedded now, found in the cache by ask/refmatch
     embed_seconds = time.perf_counter() - embed_started
     manifest = IndexManifest(
         version_id=found.version_id, variant=variant, text_column=TEXT_COLUMNS[variant][0], embedder=spec,
