@@ -84,8 +84,19 @@ def review_apply(
     report = apply_decisions_file(file, settings.root)
     counts = ", ".join(f"{v} {k}" for k, v in sorted(report.counts.items()))
     console.print(f"{report.decisions} decisions from {file} ({counts}); {report.applied} applied to current QA pairs")
-    if report.unknown_qa_ids:
+    if report.carried_over:
+        console.print(f"{len(report.carried_over)} decision(s) carried over to regenerated QA pairs (same chunk, type and "
+                      "answer; the question changed, e.g. after a header was filled)")
+    for value in report.headers:
+        shown = value.value if value.value is not None else "(not stated)"
+        document = report.header_documents.get(value.doc_id, value.doc_id)
+        console.print(f"header value: {document}: {value.field} = {shown}", markup=False)
+    if report.headers:
+        console.print(f"{len(report.headers)} header value(s) stored; they take effect on the next build "
+                      f"(`ragprep run PATHS --root {settings.root}`: headers, then the questions that name the report)")
+    if report.orphaned:
         console.print(
-            f"[yellow]{len(report.unknown_qa_ids)} decision(s) name QA pairs that do not exist now[/yellow] "
-            f"(kept in the review table, applied if they reappear): {', '.join(report.unknown_qa_ids[:10])}"
+            f"[yellow]{len(report.orphaned)} orphaned decision(s): their QA pair no longer exists[/yellow] "
+            f"(kept in the review table, applied if the pair reappears; listed in the review report): "
+            f"{', '.join(report.orphaned[:10])}{' ...' if len(report.orphaned) > 10 else ''}"
         )
