@@ -8,7 +8,6 @@ import json
 import shutil
 from datetime import datetime, timezone
 
-import pytest
 from typer.testing import CliRunner
 
 from ragprep.cli import app
