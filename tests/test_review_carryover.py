@@ -151,7 +151,7 @@ def test_resolution_carries_over_one_decision_per_pair_and_orphans_the_rest():
         decided("o5", "c1", "What barrier was used in the SP test (Pilot Production)?", "pole, 254 mm", qtype="numeric"),
         decided("o6", "gone", "Anything?", "x", "reject"),
         decided("o7", "c3", "What was the purpose of the crash report side pole presentation?", "Confirm"),  # name filled
-        decided("o8", "c1", "How many dummies were seated in total?", "ES-2re"),  # same answer, another question
+        decided("o8", "c1", "Name the laboratory.", "ES-2re"),  # same answer, a question of other wording altogether
         decided("n6", "c1", "Which dummy sat in the driver seat?", "ES-2re", "edit"),
     ]}
     resolution = resolve_decisions(now, stored, {"c1": "b1", "c2": "b2", "c3": "b3", "c9": "b9"})
