@@ -110,14 +110,17 @@ def test_the_stage_table_keeps_words_whole_at_120_columns():
                          "slide 2: picture could not be decoded"]])
     for report in (stages_report(reports), documents):
         console = Console(width=120, record=True, color_system=None)
-        console.print(report.rich_table())
+        console.print(report.rich_table(console.width))
         text = console.export_text()
         assert max(len(line) for line in text.splitlines()) <= 120
         expected = _words(" ".join(report.columns)) | {w for row in report.rows for v in row for w in _words(str(v))}
         assert expected <= _words(text), expected - _words(text)
     console = Console(width=120, record=True, color_system=None)
-    console.print(stages_report(reports).rich_table())
+    console.print(stages_report(reports).rich_table(console.width))
     assert "provider: openai, model: qwen2.5-7b-instruct" in console.export_text()  # said once, under the table
+    wide = Console(width=200, record=True, color_system=None)  # a pipe (the CLI widens it to 200): every column stays
+    wide.print(stages_report(reports).rich_table(wide.width))
+    assert re.search(r"│ describe\s+│ openai\s+│ qwen2.5-7b-instruct\s+│ describe_image@v2", wide.export_text())
 
 
 def test_no_library_debug_line_in_a_piped_run(prefect_server, tmp_path):

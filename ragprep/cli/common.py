@@ -177,7 +177,7 @@ def print_report(report) -> None:
     for line in report.lead:
         console.print(line.replace("**", ""))  # Markdown emphasis is for the artifact
     if report.rows:
-        console.print(report.rich_table())
+        console.print(report.rich_table(console.width))
     for line in report.notes:
         console.print(line.replace("**", ""))
 
