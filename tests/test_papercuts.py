@@ -72,12 +72,14 @@ def test_review_apply_lists_the_header_values_it_stored(tmp_path):
     decisions = tmp_path / "decisions.json"
     decisions.write_text(json.dumps({"format": "ragprep-review-decisions/1", "decisions": [], "headers": [
         {"doc_id": "d1", "field": "Stage", "value": "P2", "reviewer": "kim"},
-        {"doc_id": "d1", "field": "Region", "value": None, "reviewer": "kim"}]}), encoding="utf-8")
+        {"doc_id": "d1", "field": "Region", "value": None, "reviewer": "kim"},
+        {"doc_id": "d9", "field": "Stage", "value": "P1", "reviewer": "kim"}]}), encoding="utf-8")
     result = CliRunner().invoke(app, ["review", "apply", str(decisions), "--root", str(root)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "header value: crash_side.pptx: Stage = P2" in result.output
     assert "header value: crash_side.pptx: Region = (not stated)" in result.output
-    assert "2 header value(s) stored; they take effect on the next build" in result.output
+    assert "header value: d9 (no such document now): Stage = P1" in result.output
+    assert "3 header value(s) stored; they take effect on the next build" in result.output
 
 
 def test_a_failed_query_names_the_tables(tmp_path):

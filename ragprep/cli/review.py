@@ -89,7 +89,7 @@ def review_apply(
                       "answer; the question changed, e.g. after a header was filled)")
     for value in report.headers:
         shown = value.value if value.value is not None else "(not stated)"
-        document = report.header_documents.get(value.doc_id, value.doc_id)
+        document = report.header_documents.get(value.doc_id, f"{value.doc_id} (no such document now)")
         console.print(f"header value: {document}: {value.field} = {shown}", markup=False)
     if report.headers:
         console.print(f"{len(report.headers)} header value(s) stored; they take effect on the next build "
