@@ -24,7 +24,7 @@ from tasks.evaluate.retrieval import EvalOptions, _rerank, leak_flags
 from tasks.evaluate.retrieval_report import evaluation_markdown, reference_variant
 from tasks.evaluate.run import run_compare, run_evaluate
 from tasks.evaluate.summary import Variant
-from tests.downstream import private_copy, sample_version, use_hashing_embedder
+from tests.downstream import private_copy, use_hashing_embedder
 
 
 def close(a, b):
@@ -112,11 +112,6 @@ def test_rerank_reorders_each_list_and_keeps_ties_stable():
 
 
 # -- a run over a small version of sample_docs -----------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def version_root(tmp_path_factory):
-    return sample_version(tmp_path_factory)
 
 
 def test_evaluation_end_to_end_with_the_embedded_embedder(version_root, tmp_path):

@@ -22,7 +22,7 @@ from tasks.train.adapter import (
 from tasks.train.models import ADAPTER, LINEAR_RERANKER, latest_model
 from tasks.train.reranker import EmbedderReranker, LogisticModel, PairFeatures, fit_logistic, windows
 from tasks.train.st import sentence_transformers_missing
-from tests.downstream import HashingEmbedder, private_copy, sample_version, use_hashing_embedder
+from tests.downstream import HashingEmbedder, private_copy, use_hashing_embedder
 
 
 def synthetic(seed=0, n=300, m=150, d=24, distortion=1.5, noise=0.8):
@@ -124,11 +124,6 @@ def test_windows_and_the_embedder_cross_score():
     scores = reranker.score_pairs(["w390 w391"], [long], ["t"])
     full = PairFeatures(HashingEmbedder()).cosines(["w390 w391"], [long])[0]
     assert scores[0] > full[0]  # the late window matches better than the whole text
-
-
-@pytest.fixture(scope="module")
-def version_root(tmp_path_factory):
-    return sample_version(tmp_path_factory)
 
 
 def test_train_retriever_and_reranker_save_models_with_cards(version_root, tmp_path, monkeypatch):
