@@ -445,6 +445,29 @@ def test_passages_expand_to_their_chunk_and_hits_show_their_section(indexed):
     assert set(index.chunk_ids) == {r["chunk_id"] for r in index.table.to_arrow().select(["chunk_id"]).to_pylist()}
 
 
+def test_search_uses_the_published_query_adapter_and_names_it(root):
+    from tasks.train.loading import query_encoder
+    from tasks.train.models import ADAPTER, save_model
+
+    settings, layout = Settings(root=root), Layout(root)
+    manifest = SearchIndex.open(root / "index" / "v1").manifest
+    plain = search_index(settings, QUESTION, 3, "dense", encoder=lambda e: query_encoder(layout, e))
+    assert plain.encoder.endswith("(vanilla: no published query adapter)")
+
+    def publish(model_id: str, weights: np.ndarray) -> None:
+        save_model(layout, ADAPTER, model_id, {"model_id": model_id, "embedder": manifest.embedder_name},
+                   lambda d: np.save(d / "adapter.npy", weights.astype(np.float32)))
+
+    publish("identity", np.eye(manifest.dim))  # changes no query vector: the same hits, now named
+    same = search_index(settings, QUESTION, 3, "dense", encoder=lambda e: query_encoder(layout, e))
+    assert same.encoder == f"{manifest.embedder_name} + trained query adapter identity"
+    assert [h["passage_id"] for h in same.hits] == [h["passage_id"] for h in plain.hits]
+    publish("negated", -np.eye(manifest.dim))  # the least similar passages first: the adapter is really applied
+    flipped = search_index(settings, QUESTION, 3, "dense", encoder=lambda e: query_encoder(layout, e))
+    assert flipped.hits[0]["passage_id"] not in {h["passage_id"] for h in plain.hits}
+    assert f"queries encoded by {manifest.embedder_name} + trained query adapter negated" in flipped.report().notes
+
+
 def test_weighted_fusion_and_query_language():
     from ragprep.retrieval import Fusion, query_language
 
@@ -465,13 +488,13 @@ def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(index
     path = tmp_path / "decks.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = run_query_evaluation(Settings(root=root), path)
-    assert result.languages == {"en": 6, "ko": 6} and Path(result.written).is_file()
+    assert result.languages == {"en": 6, "ko": 10} and Path(result.written).is_file()
     systems = {(s.lang, s.system, s.mode): s for s in result.scores}
     for lang in ("en", "ko"):
         assert {(lang, "one unit per page/slide", "bm25"), (lang, "400-word windows", "bm25")} <= set(systems)
         product = systems[(lang, "ragprep passages", "hybrid (default)")]
         assert product.answer_at_10 == 1.0 and product.median_chars_hit1 < 1000, product
-    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 12
+    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 16
     assert all(row["hit1"] for row in result.per_query)
     titles = [r.title for r in result.reports()]
-    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 6 questions of decks.jsonl"]
+    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 10 questions of decks.jsonl"]

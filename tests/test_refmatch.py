@@ -353,6 +353,8 @@ def test_ask_answers_extractively_and_cites_the_table_row(indexed):
     assert 0 < result.scorer_calls <= result.naive_calls < result.naive_calls_corpus
     lines = result.lines()
     assert lines[1] == EXTRACTIVE_LABEL and any("-> [" in line for line in lines)
+    assert result.encoder.endswith("(vanilla: no published query adapter)")  # which model retrieved is shown
+    assert f"Retrieved with {result.encoder}; re-ranked by {result.reranker}." in lines
 
 
 def test_cli_ask_json_and_refmatch_flow(indexed, tmp_path, prefect_server):
