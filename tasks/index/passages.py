@@ -2,7 +2,9 @@
 
 A chunk (one slide, one chapter or a window of pages) stays the unit of QA generation and provenance;
 retrieval needs smaller units. ``cut_passages`` splits a chunk's text into blocks — paragraphs, list
-items, Markdown tables (with the short caption line before them), headings, a slide's speaker notes —
+items, Markdown tables (with up to two short lines before them: a caption, a title, a source line), heading
+lines (kept in the body, so a cover page made only of headings keeps its text; a heading opens a passage and
+never closes one), a slide's speaker notes —
 and packs consecutive blocks into passages of about ``min_words``..``max_words`` words (a Korean word
 without spaces counts one per ``KO_CHARS_PER_WORD`` syllables). A block longer than ``max_words`` is
 split: a table into groups of rows with its header row repeated, a paragraph into sentence groups.
