@@ -430,15 +430,15 @@ def test_heading_lines_stay_in_passages_and_a_table_keeps_its_title_and_source_l
              "2024. 5.\n\n### 환경노동위원회\n\n#### 수석전문위원 오창석\n\n목 차")
     bodies = "\n".join(p.body for p in cut_passages("c", cover, ["검토보고서"], "L"))
     for heading in ("< 위원 후보 추천 단체 명시 >", "제2125318호", "환경노동위원회", "오창석"):
-        assert heading in bodies  # headings with nothing or a date under them were in no passage before
+        assert heading in bodies  # headings with nothing or a date under them were in no passage's text or section
     assert "# 검토보고서" not in bodies  # the chunk's own title is in every passage's context already
     filler = " ".join(f"word{i}" for i in range(150))
     text = (f"{filler}.\n\n## Results\n\n2. Regional committees\n\nSource: ministry\n\n| city | total |\n|---|---|\n"
             "| Seoul | 40 |")
     passages = cut_passages("c", text, [], "L", min_words=30, max_words=200)
     table = next(p for p in passages if "| Seoul | 40 |" in p.body)
-    assert table.body.startswith("## Results\n\n2. Regional committees\n\nSource: ministry\n\n| city | total |")
-    assert not any(p.body.rstrip().endswith("## Results") for p in passages)  # a heading never closes a passage
+    assert table.body.startswith("2. Regional committees\n\nSource: ministry\n\n| city | total |")
+    assert table.section == "Results"  # a heading over real content is in the section path, not repeated in the body
 
 
 def test_standard_names_and_korean_word_counts():

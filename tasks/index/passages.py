@@ -2,9 +2,9 @@
 
 A chunk (one slide, one chapter or a window of pages) stays the unit of QA generation and provenance;
 retrieval needs smaller units. ``cut_passages`` splits a chunk's text into blocks — paragraphs, list
-items, Markdown tables (with up to two short lines before them: a caption, a title, a source line), heading
-lines (kept in the body, so a cover page made only of headings keeps its text; a heading opens a passage and
-never closes one), a slide's speaker notes —
+items, Markdown tables (with up to two short lines before them: a caption, a title, a source line), the heading
+lines with (almost) nothing under them (a cover page made of headings; the others are in the section path of what
+follows them; a heading opens a passage and never closes one), a slide's speaker notes —
 and packs consecutive blocks into passages of about ``min_words``..``max_words`` words (a Korean word
 without spaces counts one per ``KO_CHARS_PER_WORD`` syllables). A block longer than ``max_words`` is
 split: a table into groups of rows with its header row repeated, a paragraph into sentence groups.
@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 MIN_WORDS = 100
 MAX_WORDS = 300
 KO_CHARS_PER_WORD = 3
+BARE_HEADING_WORDS = 5
+"""A heading with fewer words than this under it is kept in the passage body (see ``_bare_headings_only``)."""
 """A run of Hangul counts one word per this many syllables (Korean PDFs often lose their spaces)."""
 
 _HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
@@ -165,7 +167,29 @@ def split_blocks(markdown: str, base: Sequence[str] = ()) -> list[_Block]:
         if clause and kind != "notes":
             path.append(clause)
         blocks.append(_Block(kind, text, tuple(path)))
-    return blocks
+    return _bare_headings_only(blocks)
+
+
+def _heading_level(block: _Block) -> int:
+    return len(block.text) - len(block.text.lstrip("#"))
+
+
+def _bare_headings_only(blocks: list[_Block]) -> list[_Block]:
+    """Blocks without the heading lines that head real content (their text is in the section path of what follows);
+    a heading with fewer than ``BARE_HEADING_WORDS`` words under it before the next heading of its level or above (a
+    cover page of headings, a title over a date) stays in the body, since no passage's section path would show it."""
+    out = []
+    for i, block in enumerate(blocks):
+        if block.kind == "heading":
+            level, under = _heading_level(block), 0
+            for later in blocks[i + 1:]:
+                if later.kind == "heading" and _heading_level(later) <= level:
+                    break
+                under += words(later.text) if later.kind != "heading" else 0
+            if under >= BARE_HEADING_WORDS:
+                continue
+        out.append(block)
+    return out
 
 
 def _path(base: Sequence[str], headings: Sequence[tuple[int, str]]) -> list[str]:
