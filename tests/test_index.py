@@ -484,6 +484,16 @@ def test_search_uses_the_published_query_adapter_and_names_it(root):
     flipped = search_index(settings, QUESTION, 3, "dense", encoder=lambda e: query_encoder(layout, e))
     assert flipped.hits[0]["passage_id"] not in {h["passage_id"] for h in plain.hits}
     assert f"queries encoded by {manifest.embedder_name} + trained query adapter negated" in flipped.report().notes
+    from tasks.evaluate.queries import run_query_evaluation  # evaluate --queries scores what search uses, and vanilla
+
+    lines = [line for line in (REPO / "tests" / "data" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+             if json.loads(line)["document"] == "crash_report_frontal_offset.pptx"]
+    path = root / "frontal.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_query_evaluation(settings, path)
+    by = {(s.system, s.mode): s for s in result.scores}
+    assert by[("ragprep passages", "dense")].mrr_at_10 < by[("ragprep passages, vanilla encoder", "dense")].mrr_at_10
+    assert "trained query adapter negated" in result.reports()[0].notes[0]
 
 
 def test_weighted_fusion_and_query_language():
