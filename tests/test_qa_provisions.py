@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tasks.qa.registry import RULES, load_all
 from tasks.qa.rules import ChunkView, Handle, parse_table
+from tasks.qa.rules.provisions import provision_units
 
 load_all()
 
@@ -85,3 +86,53 @@ def test_budget_counts_facts_and_falls_back_to_length():
     assert pairs_for(4, 1000, 70, 15) == 4
     assert pairs_for(0, 700, 70, 15) == 10
     assert pairs_for(40, 10, 70, 15) == 15 and pairs_for(0, 5, 70, 15) == 1
+
+
+def test_items_are_named_with_their_parents_and_signed_or_temperature_values_are_not_angles():
+    text = ("# Door\n\nS9.2.3 Door opening.\n\n(a) Any door struck by the pole shall not separate from the car.\n\n"
+            "(b) Any door that is not struck by the pole shall meet the following requirements:\n\n"
+            "(1) The door shall not disengage from the latched position; and\n\n"
+            "(2) The latch shall not separate from the striker.\n\n"
+            "S9.2.4 The samples are placed in a cabinet at -10° + 1 °C for two hours, at an angle of less than "
+            "+ 10° or - 10° with the vertical.\n")
+    units = [u.number for u in provision_units(view(text))]
+    assert units[:4] == ["S9.2.3(a)", "S9.2.3(b)", "S9.2.3(b)(1)", "S9.2.3(b)(2)"]
+    asked = made("generate.provision.requirement", view(text))
+    assert ("What does paragraph S9.2.3(b)(2) (Door opening) of FMVSS No. 216 require?",
+            "The latch shall not separate from the striker.") in asked
+    assert not any("angle" in q for q, _ in made("generate.provision.value", view(text)))
+
+
+def test_a_requirement_asked_by_two_rules_is_asked_once_and_administrative_sections_are_not_asked():
+    from tasks.qa.rules import generate
+
+    text = ("# Requirements\n\n6.2.5.1.1. The strap of a safety-belt assembly equipped with a manually unlocking "
+            "retractor shall not move more than 25 mm between locking positions of the retractor.\n")
+    answers = [c.answer for c in generate(view(text, R95), 10)]
+    assert len(answers) == len(set(a for a in answers if len(a) >= 40) | {a for a in answers if len(a) < 40})
+    transitional = ("# 10. Transitional provisions\n\n10.16. As from 5 July 2024, Contracting Parties applying this "
+                    "Regulation shall not be obliged to accept type approvals issued to the preceding series.\n")
+    assert made("generate.provision.requirement", view(transitional, R95, title="10. Transitional provisions")) == []
+
+
+def test_items_under_a_requirements_lead_in_are_requirements():
+    text = ("# Ease of use\n\n2.2.5.2 Ease of use of support legs\n\n"
+            "The vehicle meets the requirements if all of the following are met:\n\n"
+            "a) The vehicle provides sufficient space to adjust the support leg.\n")
+    handle = Handle(title="CP 008-1 Child Occupant Protection", kind="document")
+    assert made("generate.provision.requirement", view(text, handle)) == [(
+        'What does section 2.2.5.2(a) (Ease of use of support legs) of the "CP 008-1 Child Occupant Protection" '
+        "document require?", "The vehicle provides sufficient space to adjust the support leg.")]
+
+
+def test_audit_coverage_counts_pairs_per_fact_chunk():
+    from types import SimpleNamespace as NS
+
+    from tasks.qa.audit import coverage
+
+    chunks = [NS(chunk_id="a", source_path="/d/x.pdf", qa_text="# A\n\nThe speed is 50 km/h.", title="A"),
+              NS(chunk_id="b", source_path="/d/x.pdf", qa_text="# B\n\nThe mass is 950 kg.", title="B"),
+              NS(chunk_id="c", source_path="/d/x.pdf", qa_text="# Agenda\n\nWelcome.", title="Agenda")]
+    pairs = [NS(chunk_id="a", status="approved"), NS(chunk_id="a", status="pending"), NS(chunk_id="c", status="pending")]
+    (row,) = coverage(pairs, chunks)
+    assert (row.chunks, row.fact_chunks, row.with_pair, row.pairs, row.with_approved) == (3, 2, 1, 3, 1)

@@ -217,10 +217,16 @@ def generate(view: ChunkView, n: int) -> list[Candidate]:
     for candidate in _round_robin(queues):  # every section of the chunk gets its first question before any its second
         if len(out) >= n:
             break
-        if candidate.question not in seen:
-            seen.add(candidate.question)
+        # a sentence answered twice (a limit rule and a provision rule on one requirement) is one fact: asked once
+        answer = candidate.answer if len(candidate.answer) >= MIN_TWIN_ANSWER_CHARS else ""
+        if candidate.question not in seen and answer not in seen:
+            seen.update({candidate.question, answer} - {""})
             out.append(candidate)
     return out
+
+
+MIN_TWIN_ANSWER_CHARS = 40
+"""Answers this long (sentences) are asked once per chunk; short values ("10 mm") may answer different questions."""
 
 
 def _round_robin(groups: Sequence[Sequence[Candidate]]) -> Iterator[Candidate]:

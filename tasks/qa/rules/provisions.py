@@ -44,6 +44,9 @@ class Unit:
     number: str
     title: str
     text: str
+    criterion: bool = False
+    """An item under a lead-in that announces requirements ("The vehicle meets the requirements if all of the
+    following are met:"): the item is a requirement even without "shall"."""
 
 
 def _title(text: str) -> tuple[str, str]:
@@ -54,7 +57,8 @@ def _title(text: str) -> tuple[str, str]:
     if not sep and "." not in text.strip().rstrip("."):
         candidate, body = text.strip().rstrip(".:"), ""
     words = candidate.split()
-    if (not 1 <= len(words) <= 9 or re.search(r"\b(?:as follows|following)$", candidate) or not _TITLE_WORDS_RE.match(candidate) or _VERB_WORDS & {w.lower() for w in words}
+    if (not 1 <= len(words) <= 9 or re.search(r"\b(?:as follows|following)$", candidate)
+            or not _TITLE_WORDS_RE.match(candidate) or _VERB_WORDS & {w.lower() for w in words}
             or re.search(r"\d{2,}", candidate)):
         return "", text
     return candidate, body.strip()
@@ -81,14 +85,15 @@ def _blocks(markdown: str) -> list[str]:
 
 
 def provision_units(view: ChunkView) -> list[Unit]:
-    """The chunk cut into numbered paragraphs and their lettered items (a unit's text without its number)."""
+    """The chunk cut into numbered paragraphs and their items (a unit's text without its number); an item is named
+    with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3)."""
     units: list[Unit] = []
     titles: dict[str, str] = {}
-    number, item = "", ""
+    number, items, lead = "", _Items(), False
     for index, block in enumerate(_blocks(view.markdown)):
         found = _NUMBER_RE.match(block)
         if found and (found.group("number").startswith("S") or "." in found.group("number") or index > 0):
-            number, item = found.group("number"), ""
+            number, items, lead = found.group("number"), _Items(), False
             title, body = _title(found.group("rest"))
             if title:
                 titles[number] = title
@@ -99,18 +104,60 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 continue  # a bare "12" without a title is a figure label or a list number, not a paragraph
             for piece in _ITEM_SPLIT_RE.split(body):
                 sub = _ITEM_RE.match(piece)
-                item = sub.group("item") if sub else item
-                units.append(Unit(f"{number}({item})" if sub else number, _inherited(titles, number), piece))
+                label = number + items.push(sub.group("item")) if sub else number
+                units.append(Unit(label, _inherited(titles, number), sub.group("rest") if sub else piece))
             continue
         sub = _ITEM_RE.match(block)
-        if number and _bare(number) and number not in titles:
+        if not number or _bare(number) and number not in titles:
             continue
-        if sub and number:
-            item = sub.group("item")
-            units.append(Unit(f"{number}({item})", _inherited(titles, number), sub.group("rest")))
-        elif number and not block.startswith(("|", "!", "*")):
-            units.append(Unit(number, _inherited(titles, number), block))
+        if sub:
+            units.append(Unit(number + items.push(sub.group("item")), _inherited(titles, number), sub.group("rest"), lead))
+        elif not block.startswith(("|", "!", "*")):
+            lead = bool(_LEAD_IN_RE.search(block))
+            units.append(Unit(number + items.path(), _inherited(titles, number), block))
     return units
+
+
+_LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
+_ADMINISTRATIVE_RE = re.compile(
+    r"transitional provisions|phase-in|penalties|production definitively discontinued|names and addresses|"
+    r"conformity of production|modification(?:s)? (?:and|of)|extension of (?:the )?approval|approval mark|communication|"
+    r"amendments?\b|effective date", re.IGNORECASE)
+
+
+def administrative(view: ChunkView, unit: Unit) -> bool:
+    """A unit of an administrative section (transitional provisions, phase-in, penalties, approval marks): its
+    sentences are legal procedure, not a fact a safety engineer asks."""
+    return bool(_ADMINISTRATIVE_RE.search(unit.title) or _ADMINISTRATIVE_RE.search(" ".join([view.title, *view.heading_path])))
+
+
+_ROMAN = frozenset("i ii iii iv v vi vii viii ix x".split())
+_ITEM_RANK = {"letter": 1, "digit": 2, "roman": 3}
+
+
+class _Items:
+    """The open item labels of a paragraph, outermost first: (a) > (1) > (i)."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[str, str]] = []
+
+    def push(self, label: str) -> str:
+        """Open item ``label`` (closing items at its level or deeper) and return the item path "(b)(3)"."""
+        last_letter = next((lab for kind, lab in reversed(self.stack) if kind == "letter"), "")
+        if label.isdigit():
+            kind = "digit"
+        elif label in _ROMAN and self.stack and not (label in "iv" and last_letter and ord(label) == ord(last_letter) + 1):
+            kind = "roman"
+        else:
+            kind = "letter"
+        while self.stack and _ITEM_RANK[self.stack[-1][0]] >= _ITEM_RANK[kind]:
+            self.stack.pop()
+        self.stack.append((kind, label))
+        return self.path()
+
+    def path(self) -> str:
+        """The open items as a reference suffix: "(b)(3)"."""
+        return "".join(f"({label})" for _, label in self.stack)
 
 
 _ITEM_SPLIT_RE = re.compile(r"\s(?=\(?[a-z]\)\s)")
@@ -160,42 +207,58 @@ _UNIT_CLASSES = (
     ("voltage", r"V\b|volts?"),
     ("distance", r"mm|cm|m\b|millimet(?:er|re)s?|centimet(?:er|re)s?|met(?:er|re)s?|inch(?:es)?|in\.|ft\b|feet"),
 )
+_ANY_UNIT = "|".join(pattern for _, pattern in _UNIT_CLASSES)
 _UNIT_ALTERNATIVES = "|".join(f"(?P<{name}>{pattern})" for name, pattern in _UNIT_CLASSES)
 _AMOUNT = r"(?:[±+]\s?)?\d[\d,]*(?:\.\d+)?"
-_QUALIFIER = (r"(?:not (?:be )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|no (?:more|less|greater) than|at (?:least|most)|up to and including|"
+_QUALIFIER = (r"(?:not (?:be )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|no (?:more|less|greater) than|"
+              r"at (?:least|most)|up to and including|"
               r"up to|(?:more|less|greater|lower) than|(?:a )?(?:maximum|minimum) of|within|between|from|below|above|"
               r"exceeding|under|over)")
 _VALUE_RE = re.compile(
-    rf"(?:(?P<qualifier>{_QUALIFIER})\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-)\s?\d[\d,.]*)?"
+    rf"(?:(?P<qualifier>{_QUALIFIER})\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
     rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
-    rf"(?![/\w])(?P<upper>\s(?:and|to)\s\d[\d,.]*\s?(?:{'|'.join(p for _, p in _UNIT_CLASSES)}))?"
-    rf"(?P<tolerance>\s?(?:±|\+/-)\s?\d[\d,.]*\s?(?:{'|'.join(p for _, p in _UNIT_CLASSES).replace('(?P<', '(?:')}))?",
+    rf"(?![/\w])(?P<upper>\s(?:and|to)\s\d[\d,.]*\s?(?:{_ANY_UNIT}))?"
+    rf"(?P<tolerance>\s?(?:±|\+/-)\s?\d[\d,.]*\s?(?:{_ANY_UNIT}))?",
+)
+_NOUN_HEADS = (
+    "speed|velocity|mass|angle|force|load|pressure|rate|inclination|accuracy|tolerance|precision|distance|height|length|"
+    "width|diameter|temperature|time|duration|deflection|acceleration|weight|clearance|displacement|energy|offset|overlap|"
+    "thickness|radius|depth|gap|torque|tension|level|spacing|stroke|intrusion|elongation|volume|voltage|resistance"
 )
 _NOUN_RE = re.compile(
-    r"\b(?:an?|the|its)\s+(?P<noun>(?:[a-z][a-z\-]+\s){0,3}?(?:speed|velocity|mass|angle|force|load|pressure|rate|"
-    r"inclination|accuracy|tolerance|precision|distance|height|length|width|diameter|temperature|time|duration|deflection|acceleration|weight|"
-    r"clearance|displacement|energy|offset|overlap|thickness|radius|depth|gap|torque|tension|level|spacing|stroke|"
-    r"intrusion|elongation|volume|voltage|resistance))(?:\s+\([^)]{0,40}\)|,[^,;]{0,40},)?\s+(?:of|to|at|is|equal to)\s+(?:about\s+)?$"
+    r"\b(?:an?|the|its)\s+(?P<noun>(?:(?!(?:has|have|is|are|was|were|with|of|in|on|at|to|and|or)\s)[a-z][a-z\-]+\s){0,3}?"
+    rf"(?:{_NOUN_HEADS}))(?:\s+\([^)]{{0,40}}\)|,[^,;]{{0,40}},)?\s+(?:of|to|at|is|equal to)\s+(?:about\s+)?$"
 )
 _SKIP_CONTEXT_RE = re.compile(r"(?:Figure|Fig\.|Table|paragraph|Annex|Regulation|Standard|part|ISO|SAE|CFR|No\.|§)\s*$",
                               re.IGNORECASE)
+_NOT_A_VALUE_BEFORE_RE = re.compile(r"\d\s*(?:and|or|,)\s*$|[\w./]$|(?:^|\s)[-−–]\s?$")
+"""Before a value: a list of numbers ("2.2 and 2.7 kN"), a word it is glued to ("P205/75R15"), a sign ("- 10°")."""
+_TEMPERATURE_AFTER_RE = re.compile(r"\s?(?:[±+]\s?\d[\d.,]*\s?)?°\s?C\b")
 
 
 def _kind(match: re.Match) -> str:
     return next(name for name, _ in _UNIT_CLASSES if match.group(name))
 
 
+def _not_a_value(match: re.Match, text: str) -> bool:
+    """A figure or paragraph number, a listed or signed number, a tolerance alone ("± 1 mm"), "-10° + 1 °C" read as
+    an angle, or a part label of a figure ("4g", "2c") unless a qualifier makes it a limit ("not exceed 80g")."""
+    before, after = text[:match.start()], text[match.end():match.end() + 14]
+    if _SKIP_CONTEXT_RE.search(before) or _NOT_A_VALUE_BEFORE_RE.search(before) or match.group("amount")[:1] in "±+":
+        return True
+    if _kind(match) == "angle" and _TEMPERATURE_AFTER_RE.match(after):
+        return True
+    unit = match.group(0)[match.end("space") - match.start():].split()[0]
+    return not match.group("space") and len(re.sub(r"\W", "", unit)) == 1 and not match.group("qualifier")
+
+
 def _values(text: str) -> list[tuple[str, str, str]]:
     """(quantity noun or '', unit class, value span) for each value with a unit in ``text``."""
     out = []
     for match in _VALUE_RE.finditer(text):
-        before = text[:match.start()]
-        if _SKIP_CONTEXT_RE.search(before) or re.search(r"\d\s*(?:and|or|,)\s*$", before) or re.search(r"[\w./]$", before) or match.group("amount").lstrip()[:1] in "±+":
-            continue  # a figure/paragraph number, a value glued to a word ("P205/75R15"), a tolerance alone ("± 1 mm")  # a figure/paragraph number, or a value glued to a word ("P205/75R15")
-        unit_text = match.group(0)[match.end("space") - match.start():].split()[0] if match.group(0) else ""
-        if not match.group("space") and len(re.sub(r"\W", "", unit_text)) == 1 and not match.group("qualifier"):
-            continue  # "4g", "2c": a figure's part label, unless a qualifier makes it a limit ("not exceed 80g")
-        noun = _NOUN_RE.search(before[-80:])
+        if _not_a_value(match, text):
+            continue
+        noun = _NOUN_RE.search(text[max(0, match.start() - 80):match.start()])
         out.append((noun.group("noun") if noun else "", _kind(match), match.group(0).strip(" ,;")))
     return out
 
@@ -238,6 +301,9 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
 
 
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
+_OPENER_RE = re.compile(
+    r"^(?:It|This|They|These|Such|However|But|Also|In this case|Additionally|Furthermore|Moreover|In addition)\b")
+"""A sentence that goes on from the one before: not a requirement a question can stand on."""
 MAX_SENTENCE_CHARS = 320
 
 
@@ -258,9 +324,10 @@ def requirement_candidates(view: ChunkView) -> Iterator[Candidate]:
     asked: set[str] = set()
     for unit in provision_units(view):
         sentence = _first_sentence(unit.text)
-        if not unit.title or unit.number in asked or not sentence or len(sentence) > MAX_SENTENCE_CHARS:
+        named = unit.title or "." in unit.number and "(" not in unit.number  # "5.3.8" names a paragraph alone
+        if not named or unit.number in asked or not sentence or len(sentence) > MAX_SENTENCE_CHARS or administrative(view, unit):
             continue
-        if not _REQUIREMENT_RE.search(sentence) or re.match(r"^(?:It|This|They|These|Such|However|But|Also|In this case|Additionally|Furthermore|Moreover|In addition)\b", sentence):
+        if not sentence[:1].isupper() or not (_REQUIREMENT_RE.search(sentence) or unit.criterion) or _OPENER_RE.match(sentence):
             continue
         answer = _verbatim(sentence, view.markdown)
         if answer:
