@@ -136,3 +136,9 @@ def test_audit_coverage_counts_pairs_per_fact_chunk():
     pairs = [NS(chunk_id="a", status="approved"), NS(chunk_id="a", status="pending"), NS(chunk_id="c", status="pending")]
     (row,) = coverage(pairs, chunks)
     assert (row.chunks, row.fact_chunks, row.with_pair, row.pairs, row.with_approved) == (3, 2, 1, 3, 1)
+
+
+def test_roman_items_nest_under_letters_and_a_letter_i_after_h_is_a_letter():
+    text = ("# X\n\nS5.1 Limits.\n\n(a) The first item shall be met.\n\n(i) The first sub-item shall be met.\n\n"
+            "(ii) The second sub-item shall be met.\n\n(h) Item h shall be met.\n\n(i) Item i shall be met.\n")
+    assert [u.number for u in provision_units(view(text))] == ["S5.1(a)", "S5.1(a)(i)", "S5.1(a)(ii)", "S5.1(h)", "S5.1(i)"]

@@ -146,7 +146,7 @@ class _Items:
         last_letter = next((lab for kind, lab in reversed(self.stack) if kind == "letter"), "")
         if label.isdigit():
             kind = "digit"
-        elif label in _ROMAN and self.stack and not (label in "iv" and last_letter and ord(label) == ord(last_letter) + 1):
+        elif label in _ROMAN and self.stack and not (label in ("i", "v") and last_letter and ord(label) == ord(last_letter) + 1):
             kind = "roman"
         else:
             kind = "letter"
