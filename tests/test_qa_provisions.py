@@ -142,3 +142,31 @@ def test_roman_items_nest_under_letters_and_a_letter_i_after_h_is_a_letter():
     text = ("# X\n\nS5.1 Limits.\n\n(a) The first item shall be met.\n\n(i) The first sub-item shall be met.\n\n"
             "(ii) The second sub-item shall be met.\n\n(h) Item h shall be met.\n\n(i) Item i shall be met.\n")
     assert [u.number for u in provision_units(view(text))] == ["S5.1(a)", "S5.1(a)(i)", "S5.1(a)(ii)", "S5.1(h)", "S5.1(i)"]
+
+
+def test_negated_garbled_and_word_written_values_are_not_asked_and_still_count():
+    text = ("# Anchorages\n\n3.3. The upper anchorage must not be displaced by more than 0.2 mm when a load is applied.\n\n"
+            "7.4.1.5.1. The strap shall be kept immersed in water at a temperature of 20 + 5 °C.\n\n"
+            "7.6.3.1. For a period of five hours, the dust shall be agitated every 20 minutes.\n")
+    pairs = made("generate.provision.value", view(text, R95))
+    assert ("What distance does paragraph 3.3 of UN Regulation No. 95 specify?", "more than 0.2 mm") not in pairs
+    assert not any("20 + 5" in a for _, a in pairs)  # ± read as +: not grounded as written
+    assert not any(a == "20 minutes" for _, a in pairs)  # "five hours" is a second duration of the paragraph
+
+
+def test_lead_ins_and_definitions_are_not_asked_as_requirements():
+    lead = "# MDB\n\nS7.1 MDB test with SID. For vehicles manufactured before 2010, the following requirements must be met.\n"
+    assert made("generate.provision.requirement", view(lead)) == []
+    definitions = ("# 2. Definitions\n\n2.26. Enclosed buckle-release button\n\nA buckle-release button such that it must "
+                   "not be possible to release the buckle using a sphere having a diameter of 40 mm.\n")
+    assert made("generate.provision.requirement", view(definitions, R95, title="2. Definitions")) == []
+
+
+def test_a_truncated_heading_is_no_section_handle():
+    from schemas.chunks import ChunkRow
+    from tasks.qa.generate import chunk_handle
+
+    chunk = ChunkRow.model_construct(title="§ 571.216 Standard No. 216; Roof crush resistance; Applicable unless a vehicle is…",
+                                     heading_path=["§ 571.216 Standard No. 216; Roof crush resistance; Applicable unless a vehicle is…"],
+                                     source_path="/d/fmvss.pdf", slide=None)
+    assert chunk_handle(chunk, Handle(title="FMVSS No. 216", kind="standard")).section == ""

@@ -210,7 +210,7 @@ _UNIT_CLASSES = (
 _ANY_UNIT = "|".join(pattern for _, pattern in _UNIT_CLASSES)
 _UNIT_ALTERNATIVES = "|".join(f"(?P<{name}>{pattern})" for name, pattern in _UNIT_CLASSES)
 _AMOUNT = r"(?:[±+]\s?)?\d[\d,]*(?:\.\d+)?"
-_QUALIFIER = (r"(?:not (?:be )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|no (?:more|less|greater) than|"
+_QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|no (?:more|less|greater) than|"
               r"at (?:least|most)|up to and including|"
               r"up to|(?:more|less|greater|lower) than|(?:a )?(?:maximum|minimum) of|within|between|from|below|above|"
               r"exceeding|under|over)")
@@ -252,21 +252,44 @@ def _not_a_value(match: re.Match, text: str) -> bool:
     return not match.group("space") and len(re.sub(r"\W", "", unit)) == 1 and not match.group("qualifier")
 
 
-def _values(text: str) -> list[tuple[str, str, str]]:
-    """(quantity noun or '', unit class, value span) for each value with a unit in ``text``."""
+_WORD_VALUE_RE = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
+    r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
+    re.IGNORECASE)
+_GARBLED_RE = re.compile(r"\d\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[a-z]{3,}\d{1,2}\b")
+"""An extraction artefact in an answer: "20 + 5 °C" (± read as +), "kN/mP2P" (a superscript), "vehicles10" (a footnote
+mark glued to a word)."""
+_NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
+
+
+def garbled(answer: str) -> bool:
+    """True when the answer carries an extraction artefact (``_GARBLED_RE``): it would not be grounded as written."""
+    return bool(_GARBLED_RE.search(answer))
+
+
+def _values(text: str) -> list[tuple[str, str, str, bool]]:
+    """(quantity noun or '', unit class, value span, askable) for each value with a unit in ``text``. Values that
+    cannot be asked (a listed, signed or tolerance-only number, a garbled or negated one, a value written in words)
+    are kept, not askable, so that a question never treats the other value of their kind as the only one."""
     out = []
     for match in _VALUE_RE.finditer(text):
-        if _not_a_value(match, text):
+        span = match.group(0).strip(" ,;")
+        if _SKIP_CONTEXT_RE.search(text[:match.start()]):
             continue
-        noun = _NOUN_RE.search(text[max(0, match.start() - 80):match.start()])
-        out.append((noun.group("noun") if noun else "", _kind(match), match.group(0).strip(" ,;")))
+        before = text[max(0, match.start() - 80):match.start()]
+        negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
+        askable = not (_not_a_value(match, text) or garbled(span) or negated)
+        noun = _NOUN_RE.search(before)
+        out.append((noun.group("noun") if noun else "", _kind(match), span, askable))
+    for match in _WORD_VALUE_RE.finditer(text):
+        out.append(("", "time" if match.group("time") else "distance", match.group(0), False))
     return out
 
 
 def prose_values(markdown: str) -> list[str]:
     """Every value with a unit in the chunk's prose (tables, pictures and quotes left out)."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
-    return [span for _, _, span in _values(text)]
+    return [span for _, _, span, askable in _values(text) if askable]
 
 
 def _verbatim(answer: str, markdown: str) -> str:
@@ -291,7 +314,9 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
         values = _values(text)
-        for noun, kind, span in values:
+        for noun, kind, span, askable in values:
+            if not askable:
+                continue
             same = [v for v in values if v[1] == kind]
             if len(same) > 1 and (not noun or sum(v[0] == noun for v in same) > 1):
                 continue  # two values of one kind, not told apart by their nouns: the answer would be ambiguous
@@ -321,18 +346,30 @@ def requirement_candidates(view: ChunkView) -> Iterator[Candidate]:
     """'What does paragraph 5.3.7.3 (REESS retention) of UN Regulation No. 95 require?' -> its first sentence."""
     if view.language != "en" or not doc_phrase(view):
         return
+    if _DEFINITIONS_RE.search(" ".join([view.title, *view.heading_path])):
+        return  # a definition's "must" ("such that it must not be possible ...") is no requirement of the paragraph
     asked: set[str] = set()
     for unit in provision_units(view):
-        sentence = _first_sentence(unit.text)
-        named = unit.title or "." in unit.number and "(" not in unit.number  # "5.3.8" names a paragraph alone
-        if not named or unit.number in asked or not sentence or len(sentence) > MAX_SENTENCE_CHARS or administrative(view, unit):
-            continue
-        if not sentence[:1].isupper() or not (_REQUIREMENT_RE.search(sentence) or unit.criterion) or _OPENER_RE.match(sentence):
-            continue
-        answer = _verbatim(sentence, view.markdown)
+        sentence = _requirement_sentence(view, unit)
+        answer = _verbatim(sentence, view.markdown) if sentence and unit.number not in asked else ""
         if answer:
             asked.add(unit.number)
             yield Candidate(f"What does {_reference(view, unit)} require?", answer, "factual", "text")
+
+
+_DEFINITIONS_RE = re.compile(r"\bdefinitions?\b", re.IGNORECASE)
+_LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows)\b|:$")
+
+
+def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
+    """The unit's first sentence when it is a complete requirement a question can stand on, else ''."""
+    sentence = _first_sentence(unit.text)
+    named = unit.title or "." in unit.number and "(" not in unit.number  # "5.3.8" names a paragraph alone
+    if not named or not sentence or len(sentence) > MAX_SENTENCE_CHARS or administrative(view, unit):
+        return ""
+    if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
+        return ""  # a continuation, a lead-in to a list ("the following requirements must be met."), or garbled
+    return sentence if _REQUIREMENT_RE.search(sentence) or unit.criterion else ""
 
 
 _QUOTED_DEFINITION_RE = re.compile(r'^[“"](?P<term>[^”"]{2,70})[”"],?\s+(?:means|shall mean|is|refers to)\s+(?P<rest>.{10,})$')
