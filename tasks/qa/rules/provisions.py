@@ -210,8 +210,8 @@ _UNIT_CLASSES = (
 _ANY_UNIT = "|".join(pattern for _, pattern in _UNIT_CLASSES)
 _UNIT_ALTERNATIVES = "|".join(f"(?P<{name}>{pattern})" for name, pattern in _UNIT_CLASSES)
 _AMOUNT = r"(?:[±+]\s?)?\d[\d,]*(?:\.\d+)?"
-_QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|no (?:more|less|greater) than|"
-              r"at (?:least|most)|up to and including|"
+_QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|"
+              r"no (?:more|less|greater) than|at (?:least|most)|up to and including|"
               r"up to|(?:more|less|greater|lower) than|(?:a )?(?:maximum|minimum) of|within|between|from|below|above|"
               r"exceeding|under|over)")
 _VALUE_RE = re.compile(
