@@ -170,3 +170,16 @@ def test_a_truncated_heading_is_no_section_handle():
                                      heading_path=["§ 571.216 Standard No. 216; Roof crush resistance; Applicable unless a vehicle is…"],
                                      source_path="/d/fmvss.pdf", slide=None)
     assert chunk_handle(chunk, Handle(title="FMVSS No. 216", kind="standard")).section == ""
+
+
+def test_results_tables_ask_the_tests_own_stage_first_and_measured_against_limit():
+    from tasks.qa.rules.tables import _table_candidates
+
+    md = ("| Metric | P1 | P2 | Limit |\n|---|---|---|---|\n| HIC15 | 520.4 | 412.6 | 700 |\n"
+          "| Chest deflection (mm) | 38.1 | 31.4 | 42 |\n| Femur load (kN) | 4.9 | 3.9 | 10 |\n")
+    handle = Handle(test_name="FO-2024-017 ODB 64 km/h", stage="Prototype P2", kind="report")
+    v = view(f"# Results\n\n{md}", handle, tables=[("t1", md)])
+    made_pairs = [(c.question, c.answer) for c in _table_candidates(v)]
+    assert made_pairs[0] == ("In the FO-2024-017 ODB 64 km/h test (Prototype P2), what HIC15 was recorded for P2?", "412.6")
+    assert ("Did the P2 chest deflection (mm) of 31.4 stay within the limit of 42 in the FO-2024-017 ODB 64 km/h test "
+            "(Prototype P2)?", "Yes: 31.4 vs. limit 42") in made_pairs
