@@ -183,3 +183,20 @@ def test_results_tables_ask_the_tests_own_stage_first_and_measured_against_limit
     assert made_pairs[0] == ("In the FO-2024-017 ODB 64 km/h test (Prototype P2), what HIC15 was recorded for P2?", "412.6")
     assert ("Did the P2 chest deflection (mm) of 31.4 stay within the limit of 42 in the FO-2024-017 ODB 64 km/h test "
             "(Prototype P2)?", "Yes: 31.4 vs. limit 42") in made_pairs
+
+
+def test_headline_facts_ranges_and_item_requirements():
+    text = ("# § 571.216a Standard No. 216a\n\nS1. Scope. This standard establishes strength requirements for the "
+            "passenger compartment roof.\n\nS2. Purpose. The purpose of this standard is to reduce deaths and injuries "
+            "due to the crushing of the roof into the occupant compartment in rollover crashes.\n\n"
+            "S5.1 The load limiter caps the belt force at a level between 3 and 6 kN, never at 2.2 and 2.7 kN.\n")
+    handle = Handle(title="FMVSS No. 216a", kind="standard")
+    assert made("generate.provision.headline", view(text, handle)) == [
+        ("What is the scope of FMVSS No. 216a?", "This standard establishes strength requirements for the passenger "
+                                                  "compartment roof."),
+        ("What is the purpose of FMVSS No. 216a?", "The purpose of this standard is to reduce deaths and injuries due to "
+                                                    "the crushing of the roof into the occupant compartment in rollover crashes.")]
+    assert made("generate.provision.value", view(text, handle)) == []  # a range and a list of the same kind: ambiguous
+    ranged = "# X\n\nS5.1 The load limiter caps the belt force at a level between 3 and 6 kN.\n"
+    assert made("generate.provision.value", view(ranged, handle)) == [
+        ("What force does paragraph S5.1 of FMVSS No. 216a specify?", "between 3 and 6 kN")]

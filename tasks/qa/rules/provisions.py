@@ -216,7 +216,7 @@ _QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower)
               r"exceeding|under|over)")
 _VALUE_RE = re.compile(
     rf"(?:(?P<qualifier>{_QUALIFIER})\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
-    rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
+    rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*|\sand\s\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
     rf"(?![/\w])(?P<upper>\s(?:and|to)\s\d[\d,.]*\s?(?:{_ANY_UNIT}))?"
     rf"(?P<tolerance>\s?(?:±|\+/-)\s?\d[\d,.]*\s?(?:{_ANY_UNIT}))?",
 )
@@ -246,6 +246,8 @@ def _not_a_value(match: re.Match, text: str) -> bool:
     before, after = text[:match.start()], text[match.end():match.end() + 14]
     if _SKIP_CONTEXT_RE.search(before) or _NOT_A_VALUE_BEFORE_RE.search(before) or match.group("amount")[:1] in "±+":
         return True
+    if " and " in match.group("amount") and match.group("qualifier") != "between":
+        return True  # "2.2 and 2.7 kN": two values listed, not a range
     if _kind(match) == "angle" and _TEMPERATURE_AFTER_RE.match(after):
         return True
     unit = match.group(0)[match.end("space") - match.start():].split()[0]
@@ -364,7 +366,7 @@ _LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows)\b|:$")
 def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
     """The unit's first sentence when it is a complete requirement a question can stand on, else ''."""
     sentence = _first_sentence(unit.text)
-    named = unit.title or "." in unit.number and "(" not in unit.number  # "5.3.8" names a paragraph alone
+    named = unit.title or "." in unit.number  # "5.3.8" or "2.2.3.2(a)" names a paragraph alone
     if not named or not sentence or len(sentence) > MAX_SENTENCE_CHARS or administrative(view, unit):
         return ""
     if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
@@ -426,7 +428,31 @@ def korean_limit_candidates(view: ChunkView) -> Iterator[Candidate]:
                 yield Candidate(question, answer, "numeric", "text")
 
 
-PROVISION_SOURCES = (value_candidates, requirement_candidates, definition_candidates, korean_limit_candidates)
+_HEADLINE_TITLES = {"scope": "scope", "purpose": "purpose", "application": "application"}
+
+
+@rule("generate.provision.headline", "generate", "the Scope, Purpose or Application paragraph of a regulation or "
+      "protocol ('S2. Purpose. The purpose of this standard is ...')", "factual")
+def headline_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """A document's headline facts: 'What is the purpose of FMVSS No. 216a?' -> the Purpose paragraph's first sentence."""
+    doc = doc_phrase(view)
+    if view.language != "en" or not doc:
+        return
+    for unit in provision_units(view):
+        kind = _HEADLINE_TITLES.get(unit.title.lower())
+        sentence = _first_sentence(unit.text)
+        top_level = re.fullmatch(r"S?\d+", unit.number) and not _annex(view)  # an annex's "Purpose" is its test's
+        if not kind or not top_level or not sentence or len(sentence) > MAX_SENTENCE_CHARS or garbled(sentence):
+            continue
+        answer = _verbatim(sentence, view.markdown)
+        if answer and not _LEAD_IN_SENTENCE_RE.search(answer):
+            question = f"To what does {doc} apply?" if kind == "application" else f"What is the {kind} of {doc}?"
+            yield Candidate(question, answer, "factual", "text")
+
+
+PROVISION_SOURCES = (
+    headline_candidates, value_candidates, requirement_candidates, definition_candidates, korean_limit_candidates,
+)
 """Asked first of a regulation's or protocol's chunk, before the prose and table sources."""
 
 __all__ = ["PROVISION_SOURCES", "Unit", "josa", "provision_units"]
