@@ -200,3 +200,17 @@ def test_headline_facts_ranges_and_item_requirements():
     ranged = "# X\n\nS5.1 The load limiter caps the belt force at a level between 3 and 6 kN.\n"
     assert made("generate.provision.value", view(ranged, handle)) == [
         ("What force does paragraph S5.1 of FMVSS No. 216a specify?", "between 3 and 6 kN")]
+
+
+def test_conditional_requirements_ask_when():
+    text = ("# Tests\n\n7.4.2.4. If the strap slips or breaks at or within 10 mm of either of the clamps, the test shall "
+            "be invalid.\n\n7.4.2.5. If it breaks, the test shall be repeated.\n")
+    assert made("generate.provision.conditional", view(text, R95)) == [(
+        "According to paragraph 7.4.2.4 of UN Regulation No. 95, when shall the test be invalid?",
+        "If the strap slips or breaks at or within 10 mm of either of the clamps")]
+    prose = ("# Installation of child restraint systems\n\nWhere there is any asymmetry between the sides, all seating "
+             "positions must be assessed individually.\n")
+    handle = Handle(title="CP 008-1 Child Occupant Protection", kind="document", section="Installation of child restraint systems")
+    assert made("generate.provision.conditional", view(prose, handle)) == [(
+        'According to the "Installation of child restraint systems" section of the "CP 008-1 Child Occupant Protection" '
+        "document, when must all seating positions be assessed individually?", "Where there is any asymmetry between the sides")]

@@ -27,7 +27,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.text import Candidate, ChunkView, _content_blocks, _section_ok, doc_phrase, josa, where
+from tasks.qa.rules.text import (
+    Candidate,
+    ChunkView,
+    _content_blocks,
+    _lower_first,
+    _section_ok,
+    doc_phrase,
+    josa,
+    sentences,
+    where,
+)
 
 # --- units of a provision ---------------------------------------------------------------------------
 
@@ -450,8 +460,47 @@ def headline_candidates(view: ChunkView) -> Iterator[Candidate]:
             yield Candidate(question, answer, "factual", "text")
 
 
+_CONDITIONAL_RE = re.compile(
+    r"^(?P<condition>(?:If|When|Where|In the case of)\s[^,;]{5,140}),\s+(?:then\s+)?"
+    r"(?P<subject>(?:the|a|an|all|each|any|no)\s[a-z][\w\-]*(?:\s[\w\-]+){0,6}?)\s"
+    r"(?P<modal>must|shall|will|should|may)\s(?P<rest>(?:not\s)?[a-z][^;:]{5,160})\.$"
+)
+_NOT_IN_CONDITIONAL_SUBJECT = frozenset("which that who when where if is are was were be been has have had".split())
+
+
+def _conditional_question(sentence: str, place: str, context: str) -> tuple[str, str] | None:
+    """("According to X, when must all seating positions be assessed individually?", "Where there is any asymmetry")."""
+    found = _CONDITIONAL_RE.match(sentence)
+    if not found or _NOT_IN_CONDITIONAL_SUBJECT & set(found.group("subject").lower().split()[1:]):
+        return None
+    if re.search(r"\b(?:above|below|paragraphs?|this|these|it|they)\b", found.group("condition"), re.IGNORECASE):
+        return None  # the condition points elsewhere ("if the test in paragraph 7.2 above ...")
+    if len(found.group("condition").split()) < 4 or re.search(r"\b(?:above|below|following)\b", found.group("rest")):
+        return None  # an elliptic condition ("If adjustable"), or a main clause that points elsewhere
+    subject = _lower_first(found.group("subject"), context)
+    return f"According to {place}, when {found.group('modal')} {subject} {found.group('rest')}?", found.group("condition")
+
+
+@rule("generate.provision.conditional", "generate", "a requirement with a leading condition ('If the strap slips ..., "
+      "the test shall be invalid.', 'Where there is any asymmetry, all seating positions must be assessed ...')", "causal")
+def conditional_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """'According to paragraph 7.4.2.4 of UN Regulation No. 16, when shall the test be invalid?' -> the condition."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    units = [(_reference(view, unit), unit.text) for unit in provision_units(view) if not administrative(view, unit)]
+    if not units and _section_ok(view):
+        units = [(where(view), view.markdown)]
+    for place, text in units:
+        for sentence in sentences(text) if text is view.markdown else re.split(r"(?<=\.)\s+(?=[A-Z])", text):
+            made = _conditional_question(sentence.strip(), place, view.markdown)
+            answer = _verbatim(made[1], view.markdown) if made else ""
+            if made and answer and not garbled(answer):
+                yield Candidate(made[0], answer, "causal", "text")
+
+
 PROVISION_SOURCES = (
-    headline_candidates, value_candidates, requirement_candidates, definition_candidates, korean_limit_candidates,
+    headline_candidates, value_candidates, requirement_candidates, conditional_candidates, definition_candidates,
+    korean_limit_candidates,
 )
 """Asked first of a regulation's or protocol's chunk, before the prose and table sources."""
 
