@@ -214,3 +214,11 @@ def test_conditional_requirements_ask_when():
     assert made("generate.provision.conditional", view(prose, handle)) == [(
         'According to the "Installation of child restraint systems" section of the "CP 008-1 Child Occupant Protection" '
         "document, when must all seating positions be assessed individually?", "Where there is any asymmetry between the sides")]
+
+
+def test_a_continued_table_whose_first_row_is_measured_data_has_no_header():
+    continued = ("| 12 BeSafe Stretch | R129 100cm- 135cm | Belted, forward facing |\n|---|---|---|\n"
+                 "| 13 Britax Trifix | R129 76cm- 105cm | ISOFIX, forward facing |\n")
+    assert parse_table(continued) is None
+    results = "| Metric | Driver | Limit |\n|---|---|---|\n| HIC15 | 412.6 | 700 |\n| Chest deflection (mm) | 31.4 | 42 |\n"
+    assert parse_table(results) is not None

@@ -482,7 +482,7 @@ def _conditional_question(sentence: str, place: str, context: str) -> tuple[str,
 
 
 @rule("generate.provision.conditional", "generate", "a requirement with a leading condition ('If the strap slips ..., "
-      "the test shall be invalid.', 'Where there is any asymmetry, all seating positions must be assessed ...')", "causal")
+      "the test shall be invalid.', 'Where there is any asymmetry, all seating positions must be assessed ...')", "factual")
 def conditional_candidates(view: ChunkView) -> Iterator[Candidate]:
     """'According to paragraph 7.4.2.4 of UN Regulation No. 16, when shall the test be invalid?' -> the condition."""
     if view.language != "en" or not doc_phrase(view):
@@ -495,7 +495,7 @@ def conditional_candidates(view: ChunkView) -> Iterator[Candidate]:
             made = _conditional_question(sentence.strip(), place, view.markdown)
             answer = _verbatim(made[1], view.markdown) if made else ""
             if made and answer and not garbled(answer):
-                yield Candidate(made[0], answer, "causal", "text")
+                yield Candidate(made[0], answer, "factual", "text")  # the answer is a condition clause, not a sentence
 
 
 PROVISION_SOURCES = (

@@ -71,10 +71,15 @@ def parse_table(markdown: str) -> Table | None:
     return Table(columns[0], columns[1:], [g.strip() for g in groups[1:]], kept)
 
 
+_MEASURE_CELL_RE = re.compile(r"\d\s?(?:cm|mm|kg|km/h|kph|ms|kN|N|g|%|°)(?![A-Za-z])")
+
+
 def _headless(rows: list[list[str]]) -> bool:
-    """A table continued from a page before without its header row: half or more of its first row's cells are numbers."""
+    """A table continued from a page before without its header row: half or more of its first row's cells are
+    numbers or measured values ("R129 100cm- 135cm"), which no header names a column by."""
     cells = [c for c in rows[0] if c.strip()]
-    return bool(cells) and sum(parse_number(c) is not None for c in cells) >= max(1, len(cells) / 2)
+    numbers = sum(parse_number(c) is not None for c in cells)
+    return bool(cells) and (numbers >= max(1, len(cells) / 2) or any(_MEASURE_CELL_RE.search(c) for c in cells))
 
 
 def _zone_grid(rows: list[list[str]]) -> bool:
