@@ -222,3 +222,27 @@ def test_a_continued_table_whose_first_row_is_measured_data_has_no_header():
     assert parse_table(continued) is None
     results = "| Metric | Driver | Limit |\n|---|---|---|\n| HIC15 | 412.6 | 700 |\n| Chest deflection (mm) | 31.4 | 42 |\n"
     assert parse_table(results) is not None
+
+
+def test_ranges_with_two_bounds_rates_footnotes_and_approval_sections():
+    text = ("# Retractors\n\n6.2.5.1.2. The strap shall extract within 6 mm of its length when a tension of not less than "
+            "1.4 daN and not more than 2.2 daN is applied.\n\n7.6.2.3. The table is tilted with a speed not exceeding 2° per "
+            "second until locking has occurred.\n\n6.2.5.3.1.1. The locking must have occurred when the deceleration "
+            "reaches 0.45 g6 in the case of type 4.\n")
+    pairs = made("generate.provision.value", view(text, R95))
+    assert ("What tension does paragraph 6.2.5.1.2 of UN Regulation No. 95 specify?",
+            "not less than 1.4 daN and not more than 2.2 daN") in pairs
+    assert not any("2°" in a or "g6" in a for _, a in pairs)
+    assert not any("g6" in a for _, a in made("generate.provision.requirement", view(text, R95)))
+    approval = "# 5. Approval\n\n5.2.2. An approval number shall be assigned to each type approved.\n"
+    assert made("generate.provision.requirement", view(approval, R95, title="5. Approval")) == []
+
+
+def test_a_regulation_table_without_caption_is_named_by_its_paragraph():
+    from tasks.qa.rules.tables import _table_candidates
+
+    md = ("|  | Load daN | Frequency Hz |\n|---|---|---|\n| Procedure 1 | 2.5 | 0.5 |\n| Procedure 2 | 0.5 | 0.5 |\n"
+          "| Procedure 3 | 0.5 | 0.5 |\n")
+    text = f"# 7.4 Abrasion\n\n7.4.1.6.3. In the table below are listed the general conditions for each abrasion procedure.\n\n{md}"
+    questions = [c.question for c in _table_candidates(view(text, R95, tables=[("t1", md)]))]
+    assert questions and all(q.startswith("In the table of paragraph 7.4.1.6.3 of UN Regulation No. 95,") for q in questions)
