@@ -282,6 +282,7 @@ class Service:
         self._locks: list = []
         self._seen: set[int] = set()
         self._supervised: list[Supervised] = []
+        self._foreign: set[int] = set()
 
     @property
     def own_server(self) -> bool:
@@ -338,6 +339,7 @@ class Service:
             raise CheckoutRootError(f"root {self.root} is inside the code checkout {CHECKOUT}: give `ragprep serve --root` "
                                     "a data folder outside it (deployments refuse a root in the checkout)")
         self.claim()
+        self._foreign = set(descendants(os.getpid()))  # what this process ran before serve (a test's own server)
         try:
             become_subreaper()  # flow-run processes whose worker died stay in serve's tree (see flows.supervise)
             if self.own_server:
@@ -439,10 +441,11 @@ class Service:
         return [p.pid for p in (self.server.proc, self.worker) if p is not None]
 
     def _flow_processes(self) -> list[int]:
-        """serve's descendants but the server's tree and the worker itself: flow-run processes and their children."""
-        server = [self.server.proc.pid] if self.server.proc is not None else []
+        """serve's descendants but the server's tree, the worker itself and what ran before serve started: flow-run
+        processes and their children (also those re-parented to serve after their worker died)."""
+        skip = {*self._foreign, *([self.server.proc.pid] if self.server.proc is not None else [])}
         worker = self.worker.pid if self.worker is not None else None
-        return [pid for pid in descendants(os.getpid(), skip=server) if pid != worker]
+        return [pid for pid in descendants(os.getpid(), skip=skip) if pid != worker]
 
     def check_runs(self) -> None:
         """Mark Crashed the Running runs whose process (seen in serve's tree) is gone."""
