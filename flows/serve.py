@@ -40,10 +40,10 @@ from flows.deployments import POOL, DeploymentSync, failure_notification, schedu
 from flows.runtime import CHECKOUT
 from flows.supervise import (
     STOP_GRACE_S,
+    RunWatch,
     Supervised,
     alive,
     become_subreaper,
-    crashed_runs,
     descendants,
     die_with_parent,
     in_flight_runs,
@@ -280,7 +280,8 @@ class Service:
         self._worker_log = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's output, for the reason it died
         self._stopped = threading.Event()
         self._locks: list = []
-        self._seen: set[int] = set()
+        self._watch = RunWatch(POOL)
+        self._last_check_error = ""
         self._supervised: list[Supervised] = []
         self._foreign: set[int] = set()
 
@@ -448,13 +449,26 @@ class Service:
         return [pid for pid in descendants(os.getpid(), skip=skip) if pid != worker]
 
     def check_runs(self) -> None:
-        """Mark Crashed the Running runs whose process (seen in serve's tree) is gone."""
-        self._seen.update(self._flow_processes())
+        """Mark Crashed the Running runs whose process (seen in serve's tree) is gone; stop processes that outlive
+        their run (``flows.supervise.RunWatch``)."""
+        tree = self._flow_processes()
         if not healthy(self.api_url, timeout=1.0):
+            self._watch.seen.update(tree)
             return
         with self._client() as client:
-            for name in crashed_runs(client, POOL, self._seen):
-                self.say(f"flow run {name}: its process is gone; marked Crashed")
+            self._watch.check(client, tree, self.say)
+
+    def _checked_runs(self) -> None:
+        """check_runs, its failure reported once per distinct message (a restarting server: the next check catches up)."""
+        try:
+            self.check_runs()
+        except Exception as exc:  # noqa: BLE001 - supervision goes on
+            message = f"could not check the flow runs: {type(exc).__name__}: {exc}"[:300]
+            if message != self._last_check_error:
+                self.say(message)
+            self._last_check_error = message
+        else:
+            self._last_check_error = ""
 
     def wait(self) -> None:
         """Supervise until SIGINT or SIGTERM, then stop everything."""
@@ -475,8 +489,7 @@ class Service:
                 reap_zombies(self._popen_pids())
                 if time.monotonic() - last_check >= RUNS_CHECK_S:
                     last_check = time.monotonic()
-                    with contextlib.suppress(Exception):  # the server restarting: the next check catches up
-                        self.check_runs()
+                    self._checked_runs()
         finally:
             self.stop(why[0] if why else "its loop ended")
 

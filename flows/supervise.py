@@ -6,9 +6,9 @@
 - The process tree: serve makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a flow-run process whose
   worker died is re-parented to serve, not to init: :func:`descendants` finds every flow-run process serve is
   responsible for, and :func:`reap_zombies` collects those that exit.
-- Flow runs: :func:`crashed_runs` marks Crashed a Running run whose process (its ``infrastructure_pid``, once seen
-  in serve's tree) is gone; :func:`settle_in_flight` marks Cancelled the runs that serve's stop ended (or that were
-  still pending), unless they already reached a final state themselves.
+- Flow runs: :class:`RunWatch` marks Crashed a Running run whose process (its ``infrastructure_pid``, once seen
+  in serve's tree) is gone, and stops a process that outlives its run; :func:`settle_in_flight` marks Cancelled
+  the runs that serve's stop ended (or that were still pending), unless they reached a final state themselves.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ MAX_BACKOFF_S = 60.0
 HEALTHY_AFTER_S = 60.0
 """A child up this long counts as healthy again: its next death waits the first backoff only."""
 IN_FLIGHT = ("PENDING", "RUNNING", "CANCELLING")
+FINAL_GRACE_S = 10.0
+"""A flow-run process may take this long to exit after its run reached a final state."""
 
 
 def die_with_parent() -> None:
@@ -195,20 +197,53 @@ def run_pid(run) -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
-def crashed_runs(client, pool: str, seen: set[int]) -> list[str]:
-    """Mark Crashed each Running run whose process serve saw in its tree and that is gone; returns their names."""
-    from prefect.states import Crashed
+class RunWatch:
+    """The pool's flow runs whose process serve saw in its tree (the run's ``infrastructure_pid`` and everything
+    below it: the engine process may be a child of a starter). A Running run whose processes are all gone is marked
+    Crashed; processes still alive ``FINAL_GRACE_S`` after their run ended are stopped (a flow process told to exit
+    when its worker died waits for its task threads, and would hold the build lock for minutes)."""
 
-    marked = []
-    for run in in_flight_runs(client, pool):
-        pid = run_pid(run)
-        if run.state is None or run.state.type.value != "RUNNING" or pid is None or pid not in seen or alive(pid):
-            continue
-        message = f"its process (pid {pid}) ended without reporting a final state (killed, or out of memory)"
-        result = client.set_flow_run_state(run.id, Crashed(message=message))
-        if result.status.value == "ACCEPT":
-            marked.append(run.name)
-    return marked
+    def __init__(self, pool: str) -> None:
+        self.pool = pool
+        self.seen: set[int] = set()
+        self.tracked: dict[object, tuple[str, set[int]]] = {}
+        self.lingering: dict[object, float] = {}
+
+    def check(self, client, tree: Iterable[int], say: Callable[[str], None]) -> None:
+        """One look at the pool's runs and serve's process tree (``tree``: the flow-run processes now)."""
+        from prefect.states import Crashed
+
+        self.seen.update(tree)
+        current = set()
+        for run in in_flight_runs(client, self.pool):
+            pid = run_pid(run)
+            if pid is None or pid not in self.seen:
+                continue
+            current.add(run.id)
+            name, pids = self.tracked.get(run.id, (run.name, set()))
+            pids.update([pid, *descendants(pid)])
+            self.tracked[run.id] = (run.name, pids)
+            if run.state is not None and run.state.type.value == "RUNNING" and not any(alive(p) for p in pids):
+                message = f"its process (pid {pid}) ended without reporting a final state (killed, or out of memory)"
+                if client.set_flow_run_state(run.id, Crashed(message=message)).status.value == "ACCEPT":
+                    say(f"flow run {run.name}: its process is gone; marked Crashed")
+        self._stop_lingering(current, say)
+
+    def _stop_lingering(self, current: set, say: Callable[[str], None]) -> None:
+        now = time.monotonic()
+        for run_id, (name, pids) in list(self.tracked.items()):
+            if run_id in current:
+                continue
+            left = [p for p in pids if alive(p)]
+            if left:
+                since = self.lingering.setdefault(run_id, now)
+                if now - since < FINAL_GRACE_S:
+                    continue
+                terminate(left, grace=5.0)
+                say(f"flow run {name} has ended, but its process (pid {', '.join(map(str, left))}) still ran "
+                    f"{now - since:.0f} s later; stopped it (its build lock is free)")
+            self.tracked.pop(run_id, None)
+            self.lingering.pop(run_id, None)
 
 
 def settle_in_flight(client, runs: list, why: str) -> list[str]:

@@ -2,7 +2,7 @@
 nightly deployment, a worker), shared by the checks of this module, in order:
 
 1. it prints progress from its first seconds, and a second serve (same state file, or same root) is refused in one line;
-2. a killed worker is restarted and the restart is reported;
+2. worker and flow process killed mid-run: the worker is restarted and reported, serve marks the run Crashed;
 3. two overlapping nightly runs queue (never both Running, both Completed), runs are named with date and trigger and
    tagged; a run over a missing folder fails at once (no retry, no traceback) and the local webhook gets one POST;
 4. SIGTERM to serve mid-run: the run ends Cancelled or Crashed, the build lock is free, no process is left; a restart
@@ -182,13 +182,43 @@ def test_serve_prints_progress_at_once_and_refuses_a_second_serve(served):
     assert served.proc.poll() is None
 
 
-def test_a_killed_worker_is_restarted_and_reported(served):
-    worker = served.state()["worker_pid"]
-    os.kill(worker, signal.SIGKILL)
-    assert "exit code -9" in served.wait_for("worker stopped", 30)
-    served.wait_for("worker restarted (restart 1)", 30)
-    restarted = served.state()["worker_pid"]
-    assert restarted != worker and Path(f"/proc/{restarted}").exists()
+def _lock_holder(root: Path, timeout: float = 120) -> dict:
+    """The build lock's holder (pid, flow) once a run has taken it."""
+    from ragprep.buildlock import lock_path
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = lock_path(root).read_text() if lock_path(root).exists() else ""
+        if text.strip():
+            return json.loads(text)
+        time.sleep(0.2)
+    raise AssertionError("no run took the build lock")
+
+
+def test_a_killed_worker_is_restarted_and_its_dead_run_marked_crashed(served):
+    """kill -9 of the worker and of the run's process mid-run (the OOM killer, say): the worker comes back (reported),
+    and the run, which nothing reports on any more, is marked Crashed by serve instead of staying Running."""
+    from flows.supervise import alive
+    from ragprep.buildlock import build_lock
+
+    client = _client(served)
+    try:
+        run = _start_run(client, {"paths": [str(SAMPLE_DOCS)]})
+        holder = _lock_holder(served.root)
+        worker = served.state()["worker_pid"]
+        os.kill(worker, signal.SIGKILL)
+        os.kill(holder["pid"], signal.SIGKILL)
+        assert "exit code -9" in served.wait_for("worker stopped", 30)
+        served.wait_for("worker restarted (restart 1)", 30)
+        restarted = served.state()["worker_pid"]
+        assert restarted != worker and alive(restarted)
+        assert run.name in served.wait_for("its process is gone; marked Crashed", 30)
+        crashed = client.read_flow_run(run.id).state
+        assert crashed.type.value == "CRASHED" and f"pid {holder['pid']}" in crashed.message, crashed
+        with build_lock(served.root, "after-crash"):  # the dead run's lock is free
+            pass
+    finally:
+        client.close_stack.close()
 
 
 def test_overlapping_nightly_runs_queue_and_a_failure_notifies_once(served):
@@ -238,7 +268,7 @@ def test_overlapping_nightly_runs_queue_and_a_failure_notifies_once(served):
 def test_stopping_serve_mid_run_ends_it_frees_the_lock_and_a_restart_keeps_ui_edits(served):
     from prefect.client.schemas.actions import DeploymentUpdate
 
-    from ragprep.buildlock import build_lock, lock_path
+    from ragprep.buildlock import build_lock
 
     client = _client(served)
     try:
@@ -246,13 +276,7 @@ def test_stopping_serve_mid_run_ends_it_frees_the_lock_and_a_restart_keeps_ui_ed
         edited = {**deployment.parameters, "workers": 1}
         client.update_deployment(deployment.id, DeploymentUpdate(parameters=edited))  # what the UI's edit form sends
         run = _start_run(client, {"paths": [str(SAMPLE_DOCS)]})
-        deadline = time.monotonic() + 120
-        holder = {}
-        while time.monotonic() < deadline and not holder:
-            text = lock_path(served.root).read_text() if lock_path(served.root).exists() else ""
-            holder = json.loads(text) if text.strip() else {}
-            time.sleep(0.2)
-        assert holder, f"the run never took the build lock: {client.read_flow_run(run.id).state}"
+        holder = _lock_holder(served.root)
     finally:
         client.close_stack.close()
     assert served.stop(signal.SIGTERM) == 0, served.output()[-2000:]
@@ -262,6 +286,7 @@ def test_stopping_serve_mid_run_ends_it_frees_the_lock_and_a_restart_keeps_ui_ed
     with build_lock(served.root, "after-serve"):  # free at once
         pass
     assert not Path(served.env["RAGPREP_SERVE_STATE"]).exists()
+    print(served.output())  # shown with -s: what an operator sees when serve stops mid-run
 
     served.start()
     assert "deployment nightly-test-reports: unchanged code, kept as it is" in served.output()
