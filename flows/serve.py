@@ -123,6 +123,8 @@ class ApiServer:
         env.pop("PREFECT_API_URL", None)  # the server is not a client of another server
         if not self.ui:
             env.update({"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"})
+        else:
+            env["PREFECT_UI_URL"] = self.api_url.removesuffix("/api")  # run links in notifications
         self._log.seek(0)
         self._log.truncate()
         self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
@@ -507,7 +509,8 @@ class Service:
         processes = [p for p in {*processes, *self._flow_processes()} if alive(p)]
         if not (runs or processes):
             return
-        self.say(f"stopping {len(runs)} flow run(s) in flight ({len(processes)} processes)")
+        self.say(f"stopping {len(runs)} flow run(s) in flight" + (f" ({len(processes)} processes)" if processes else
+                                                                   " (their processes ended with the worker)"))
         killed = terminate(processes, grace=STOP_GRACE_S)
         if killed:
             self.say(f"killed {len(killed)} process(es) that ignored SIGTERM for {STOP_GRACE_S:.0f} s")
