@@ -229,6 +229,14 @@ def test_a_killed_worker_is_restarted_and_its_dead_run_marked_crashed(served):
         assert crashed.type.value == "CRASHED" and f"pid {holder['pid']}" in crashed.message, crashed
         with build_lock(served.root, "after-crash"):  # the dead run's lock is free
             pass
+        from prefect.events.filters import EventFilter, EventNameFilter
+
+        deadline = time.monotonic() + 20  # the restart is also a Prefect event (the UI's event feed)
+        events = []
+        while time.monotonic() < deadline and not events:
+            events = client.read_events(EventFilter(event=EventNameFilter(name=["ragprep.serve.restarted"])), limit=50).events
+            time.sleep(0.5)
+        assert [e.payload["child"] for e in events] == ["worker"]
         note = _notification(served, 0)  # a crash notifies too
         assert "ended Crashed" in note["subject"] and f"pid {holder['pid']}" in note["body"]
     finally:
