@@ -25,20 +25,21 @@ def serve(
     ] = None,
     port: Annotated[
         Optional[int],
-        typer.Option("--port", help="Prefect server and UI port (default: [serve] port, 4200).", min=1, max=65535,
+        typer.Option("--port", help="Prefect server and UI port (default: serve.port of the settings, 4200).", min=1, max=65535,
                      show_default=False),
     ] = None,
     web_port: Annotated[
         Optional[int],
-        typer.Option("--web-port", help="Report page port (default: [serve] web_port, 8765).", min=1, max=65535,
+        typer.Option("--web-port", help="Report page port (default: serve.web_port of the settings, 8765).", min=1, max=65535,
                      show_default=False),
     ] = None,
 ) -> None:
     """Run ragprep as a service on this machine until Ctrl-C: a Prefect server (UI) on 127.0.0.1, the `ragprep`
     process work pool, the deployments of deploy/prefect.yaml (only those whose code changed are redeployed, so
     edits made in the UI stay), a worker, and a read-only web page of the root's review reports, quality pages and
-    exports (artifact links point there). Ports are fixed (4200 and 8765 unless [serve] in ragprep.toml or the
-    options say otherwise); a second serve on the same machine, root or port is refused.
+    exports (artifact links point there). Ports are fixed (4200 and 8765 unless the serve section of ragprep.toml,
+    RAGPREP_SERVE__PORT / RAGPREP_SERVE__WEB_PORT or the options say otherwise); a second serve on the same
+    machine, root or port is refused.
 
     The worker, the page and the server are restarted with backoff when they die (reported here); Ctrl-C or SIGTERM
     ends the runs in flight (marked Cancelled, the build lock released) and then everything else. While it runs,
