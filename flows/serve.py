@@ -363,9 +363,11 @@ class Service:
         self.server.start(label="serve", waiting=lambda s: self.say(f"... the Prefect server is still starting ({s:.0f} s)"))
         self.say(f"Prefect server up in {time.monotonic() - started:.0f} s: UI {self.api_url.removesuffix('/api')}")
 
-    def _start_web(self) -> None:
+    def _start_web(self, routes: dict | None = None) -> None:
+        """The report page on ``web_port``; ``routes``: its JSON endpoints (``POST /ask``, kept across a restart)."""
         try:
-            self.web = WebRoot(self.root, "127.0.0.1", self.web_port, public_url=os.environ.get("RAGPREP_PUBLIC_URL")).start()
+            self.web = WebRoot(self.root, "127.0.0.1", self.web_port, public_url=os.environ.get("RAGPREP_PUBLIC_URL"),
+                               routes=routes).start()
         except OSError as exc:
             raise ServeRefusedError(f"the report page cannot listen on 127.0.0.1:{self.web_port} ({exc.strerror}): another "
                                     "serve or program uses it; stop it, or give this serve another --web-port") from exc
@@ -422,10 +424,11 @@ class Service:
         return children
 
     def _restart_web(self) -> None:
+        routes = dict(self.web.routes) if self.web is not None else None
         if self.web is not None:
             with contextlib.suppress(OSError):
                 self.web.httpd.server_close()
-        self._start_web()
+        self._start_web(routes)
 
     def _restarted(self, name: str) -> None:
         """A restart as a Prefect event (the UI's event feed): ``ragprep.serve.restarted``."""
