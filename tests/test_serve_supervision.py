@@ -179,6 +179,14 @@ def test_serve_prints_progress_at_once_and_refuses_a_second_serve(served):
     assert "deployment nightly-test-reports: new, deploying" in served.output()
     assert "schedule nightly-test-reports: `0 2 * * *` in Asia/Seoul" in served.output()
     state_before = served.state()
+    import urllib.error
+    import urllib.request
+
+    ask = urllib.request.Request(state_before["web"] + "ask", data=b'{"question": "What is the test speed?"}',
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:  # the page's POST /ask answers: no index yet, 503 naming it
+        urllib.request.urlopen(ask, timeout=60)
+    assert refused.value.code == 503 and "index" in json.loads(refused.value.read())["error"]
 
     second = subprocess.run([RAGPREP, "serve", "--root", str(served.base / "other-root")], env=served.env,
                             capture_output=True, text=True, timeout=120)
