@@ -7,7 +7,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ragprep.markdown import parse_number, table_rows
-from tasks.qa.rules.facts import UNITS
+from tasks.qa.rules.facts import (
+    _KEY_RE,
+    KEY_FRAMES_EN,
+    KEY_FRAMES_KO,
+    SKIPPED_KEYS,
+    UNITS,
+    _clause_value,
+    _clean_key,
+    _handle_echo,
+    key_value_question,
+)
 from tasks.qa.rules.text import _TERMINAL_RE, Candidate, ChunkView, _section_ok, doc_phrase, josa, label_phrase, where
 
 # --- tables ------------------------------------------------------------------------------------
@@ -43,8 +53,9 @@ def parse_table(markdown: str) -> Table | None:
         rows = rows[1:]  # one merged caption cell repeated across the columns
         if any(parse_number(c) is not None for c in rows[0][1:]):
             return None  # no header row under the caption: the columns cannot be named
-    if len(rows) < 2:
+    if len(rows) < 2 or _headless(rows) or _zone_grid(rows):
         return None
+    rows = _without_list_numbers(rows)
     header, body = rows[0], rows[1:]
     groups = [""] * len(header)
     if body[0][:1] == header[:1] and len(body[0]) == len(header):
@@ -68,6 +79,36 @@ def parse_table(markdown: str) -> Table | None:
     if not kept or not any(columns[1:]):
         return None
     return Table(columns[0], columns[1:], [g.strip() for g in groups[1:]], kept)
+
+
+_MEASURE_CELL_RE = re.compile(r"\d\s?(?:cm|mm|kg|km/h|kph|ms|kN|N|g|%|°)(?![A-Za-z])")
+
+
+def _headless(rows: list[list[str]]) -> bool:
+    """A table continued from a page before without its header row: half or more of its first row's cells are
+    numbers or measured values ("R129 100cm- 135cm"), which no header names a column by."""
+    cells = [c for c in rows[0] if c.strip()]
+    numbers = sum(parse_number(c) is not None for c in cells)
+    return bool(cells) and (numbers >= max(1, len(cells) / 2) or any(_MEASURE_CELL_RE.search(c) for c in cells))
+
+
+def _zone_grid(rows: list[list[str]]) -> bool:
+    """A figure's zone grid or label layout read as a table: most cells empty or a short code ("A1", "2c", "x")."""
+    cells = [c.strip() for r in rows for c in r]
+    short = sum(len(c) <= 3 and not re.fullmatch(r"\d+(?:[.,]\d+)?", c) for c in cells)
+    return len(cells) >= 6 and short >= 0.7 * len(cells)
+
+
+_LIST_NUMBER_RE = re.compile(r"^(\d{1,2})[.)]?\s+(?=[A-Za-z가-힣])")
+
+
+def _without_list_numbers(rows: list[list[str]]) -> list[list[str]]:
+    """Row labels without the list numbers a table's first column carries ("1 Maxi-Cosi Pebble" -> "Maxi-Cosi Pebble")
+    when every body row is numbered 1, 2, 3, ... in order."""
+    numbers = [_LIST_NUMBER_RE.match(r[0].strip()) if r else None for r in rows[1:]]
+    if len(numbers) < 2 or not all(numbers) or [int(m.group(1)) for m in numbers] != list(range(1, len(numbers) + 1)):
+        return rows
+    return [rows[0]] + [[_LIST_NUMBER_RE.sub("", r[0].strip()), *r[1:]] for r in rows[1:]]
 
 
 def _sub_header(header: list[str], row: list[str]) -> bool:
@@ -121,6 +162,12 @@ class _TableContext:
     doc: str
     context: str
     language: str
+    stage: str = ""
+    """The test's own stage (a report header's "Prototype P2"): its column is asked first."""
+
+
+_CODE_RE = re.compile(r"^[A-Z]{1,4}\d{1,3}[a-z]?$")
+"""A column named by a code ("P2", "DV1"): no article before it."""
 
 
 def _numeric_column(table: Table, col: int) -> bool:
@@ -135,7 +182,7 @@ def _cell_question(table: Table, col: int, label: str, ctx: _TableContext) -> st
     row, column = _row_phrase(label, ctx.context), _column_phrase(name, ctx.context)
     if is_metric_table(table) and _numeric_column(table, col) and not _LIMIT_RE.search(name):
         verb = group.lower() if group.lower().endswith("ed") else "recorded"
-        subject = column if column[:1].isdigit() else f"the {column}"
+        subject = column if column[:1].isdigit() or _CODE_RE.match(column) else f"the {column}"
         return f"In {ctx.doc}, what {row} was {verb} for {subject}?"
     quoted = f'"{label.rstrip(".")}"' if len(label.split()) > 4 else row
     return f"In {ctx.doc}, what is the {column} for {quoted}?"
@@ -180,9 +227,24 @@ def limit_column(table: Table) -> int | None:
     return limits[0] if len(limits) == 1 else None
 
 
+def stage_column(table: Table, stage: str) -> int | None:
+    """The one column named by the test's own stage ("P2" or "Prototype P2" for stage "Prototype P2"), or None."""
+    words = {w.casefold() for w in re.findall(r"[^\W_]+", stage)}
+    found = [i for i, name in enumerate(table.columns)
+             if name and {w.casefold() for w in re.findall(r"[^\W_]+", name)} <= words and re.search(r"\d", name)]
+    return found[0] if len(found) == 1 and words else None
+
+
+def _columns(table: Table, ctx: _TableContext) -> list[int]:
+    """The data columns, the test's own stage column first (a results table's P2 column before P1's)."""
+    columns = data_columns(table)
+    own = stage_column(table, ctx.stage) if ctx.stage else None
+    return sorted(columns, key=lambda i: i != own)
+
+
 def _table_cells(table: Table, ctx: _TableContext, skip: frozenset[tuple[int, str]] = frozenset()) -> Iterator[Candidate]:
     """One lookup per cell (row x column), except the cells in ``skip`` (column index, row label)."""
-    for col in data_columns(table):
+    for col in _columns(table, ctx):
         for label, cells in table.rows:
             value = cells[col] if col < len(cells) else ""
             if (col, label) in skip or not _cell_ok(value, label):
@@ -198,7 +260,7 @@ def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
     limit = limit_column(table)
     if limit is None or not is_metric_table(table) or ctx.language != "en":
         return
-    for col in [c for c in data_columns(table) if c != limit and _numeric_column(table, c)][:1]:
+    for col in [c for c in _columns(table, ctx) if c != limit and _numeric_column(table, c)][:1]:
         ratios = []
         for label, cells in table.rows:
             measured = parse_number(cells[col]) if col < len(cells) else None
@@ -285,12 +347,58 @@ def table_caption(markdown: str, table_markdown: str, language: str = "en") -> s
     return ""
 
 
+_PARAGRAPH_RE = re.compile(r"(?m)^(?:#+\s*)?(S\d+(?:\.\d+)*[a-z]?|\d+(?:\.\d+)+)\.?\s")
+
+
+def _paragraph_caption(view: ChunkView, table_markdown: str) -> str:
+    """A regulation's table without a caption is named by the numbered paragraph it stands in ("the table of
+    paragraph 7.4.1.6.3"); '' for other documents or when no numbered paragraph precedes it."""
+    from tasks.qa.rules.provisions import annex_of  # provisions builds on this package's text helpers
+
+    first = next((ln for ln in table_markdown.splitlines() if ln.strip()), "")
+    position = view.markdown.find(first) if first and view.handle.kind == "standard" and view.language == "en" else -1
+    numbers = _PARAGRAPH_RE.findall(view.markdown[:position]) if position > 0 else []
+    annex = annex_of(view)
+    return f"the table of paragraph {numbers[-1]}{' of ' + annex if annex else ''}" if numbers else ""
+
+
+def key_value_rows(markdown: str) -> list[tuple[str, str]] | None:
+    """A two-column table of fields and their values, its first row a field too ("Test Name | FO-2024-017"): the
+    (key, value) pairs, or None for any other table."""
+    rows = [r for r in table_rows(markdown) if any(c.strip() for c in r)]
+    if len(rows) < 2 or any(len(r) != 2 for r in rows):
+        return None
+    if not all(_KEY_RE.match(r[0].strip()) and len(r[0].split()) <= 4 for r in rows):
+        return None
+    first_key, first_value = rows[0][0].strip().lower(), rows[0][1]
+    known = first_key in SKIPPED_KEYS or first_key in KEY_FRAMES_EN or first_key in KEY_FRAMES_KO
+    if not (re.search(r"\d", first_value) or known):
+        return None  # "구 분 | 현황", "Item | Description": a header row naming columns, not a field and its value
+    return [(r[0].strip(), r[1].strip()) for r in rows]
+
+
+def _key_value_table_candidates(view: ChunkView, doc: str) -> Iterator[Candidate]:
+    """Field questions of a key-value table (a report's header table): "For which region was the ... test run?"."""
+    for element_id, markdown in view.tables:
+        for raw, value in key_value_rows(markdown) or []:
+            key = _clean_key(raw)  # "Test Name", "Stage": the handle itself, not asked
+            if not key or len(value) < 2 or _handle_echo(value, view) or _clause_value(value):
+                continue
+            question = key_value_question(key, doc, view.language, generic=view.handle.kind != "document")
+            if question:
+                qtype = "numeric" if parse_number(value.split()[0].rstrip("%")) is not None else "factual"
+                yield Candidate(question, value, qtype, "table", element_id)
+
+
 def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
     doc = doc_phrase(view) or where(view)
     if not doc:
         return
-    parsed = [(element_id, markdown, parse_table(markdown)) for element_id, markdown in view.tables]
-    parsed = [(e, m, t, table_caption(view.markdown, m, view.language)) for e, m, t in parsed if t is not None]
+    yield from _key_value_table_candidates(view, doc)
+    parsed = [(element_id, markdown, parse_table(markdown)) for element_id, markdown in view.tables
+              if key_value_rows(markdown) is None]
+    parsed = [(e, m, t, table_caption(view.markdown, m, view.language) or _paragraph_caption(view, m))
+              for e, m, t in parsed if t is not None]
     for element_id, _, table, caption in parsed:
         others = [(t, c) for e, _, t, c in parsed if e != element_id]
         shared = {label for label, _ in table.rows for t, c in others if c == caption and any(label == r for r, _ in t.rows)}
@@ -303,7 +411,7 @@ def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
             doc_with_table = f"{doc}의 '{caption}' 표" if caption else doc
         else:
             doc_with_table = f"{caption} of {doc}" if caption else doc
-        ctx = _TableContext(element_id, doc_with_table, view.markdown, view.language)
+        ctx = _TableContext(element_id, doc_with_table, view.markdown, view.language, view.handle.stage)
         # the highest row's own value is the "which is highest" question's twin (the rubric counts it once)
         cells = list(_table_cells(table, ctx, skip=frozenset(_highest_rows(table))))[:MAX_CELLS_PER_TABLE]
         extra = list(_limit_checks(table, ctx)) + list(_table_highest(table, ctx))
