@@ -11,7 +11,8 @@ huggingface_hub included). Checked here three ways:
   temporary server — makes no non-loopback ``connect`` and no DNS query (port 53 on any address, a
   nameserver of /etc/resolv.conf, systemd-resolved's socket). Its environment has every telemetry
   switch, CI marker, Prefect and RAGPREP variable removed and a fresh HOME, so the run itself must
-  turn telemetry off. Skipped, saying why, where strace is missing or cannot trace;
+  turn telemetry off. Skipped, saying why, where strace is missing or cannot trace. It is the session's one
+  demo run (``demo_run`` in tests/conftest.py), whose output and root the CLI tests (test_cli.py) read too;
 - the installed onnxruntime has no telemetry uploader compiled in (no strace needed);
 - the entry points (the ``flows`` package for library use and deployments, the CLI) set the
   switches before onnxruntime or Prefect is imported.
