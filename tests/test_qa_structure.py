@@ -39,6 +39,10 @@ def test_every_rule_and_flag_is_registered_once_with_its_criterion():
     assert "generate.requirement.limit" in names and "generate.handle.identifier" in names
 
 
+LIMITS = "# Results\n\n| Occupant | HIC15 | Chest (mm) |\n|---|---|---|\n| Driver | 412.6 | 31.4 |\n| Passenger | 388.1 | 28.7 |"
+CRS = ("| CRS | Approval |\n|---|---|\n| 1 Maxi-Cosi Pebble 360 | R129 40cm- 83cm |\n\n"
+       "| CRS | R129 100cm- 135cm |\n|---|---|\n| 11 BeSafe Beyond | R129 61cm- 125cm |\n| 12 BeSafe Stretch | R129 61cm- 125 cm |")
+
 CRITIC_CASES = [
     ("critic.handle.doubled", ctx('According to the "Roof Strength Roof Strength" document, what is the speed?', "5 mm/s"),
      ctx('According to the "Roof Strength Test Protocol" document, what is the speed?', "5 mm/s")),
@@ -86,6 +90,23 @@ CRITIC_CASES = [
      ctx("Why is the mat landmarked, according to the protocol?", "x")),
     ("critic.roundtrip.own_chunk", ctx("What is the HIC15 limit?", "700", roundtrip_rank=12, roundtrip_k=3),
      ctx("What is the HIC15 limit?", "700", roundtrip_rank=2, roundtrip_k=3)),
+    ("critic.answer.cell_mismatch",
+     ctx("In the FO-2024-017 test, what HIC15 did the passenger record?", "412.6", LIMITS),
+     ctx("In the FO-2024-017 test, what HIC15 did the passenger record?", "388.1", LIMITS)),
+    ("critic.table.value_header",
+     ctx('What is the R129 100cm- 135cm for 11 BeSafe Beyond?', "R129 61cm- 125cm", CRS),
+     ctx('What is the approval for the BeSafe Beyond?', "R129 61cm- 125cm", CRS)),
+    ("critic.table.numbered_label", ctx("What is the approval for 1 Maxi-Cosi Pebble 360?", "R129 40cm- 83cm", CRS),
+     ctx("What is the approval for the Maxi-Cosi Pebble 360?", "R129 40cm- 83cm", CRS)),
+    ("critic.question.foreign_number", ctx("What HIC15 did the driver record at 80 ms?", "412.6", LIMITS),
+     ctx("What HIC15 did the driver record in the FO-2024-017 test of 2024?", "412.6", LIMITS)),
+    ("critic.grammar.dangling_subject", ctx("According to the Definitions section, what is partner -?", "A model."),
+     ctx("According to the Definitions section, what is a partner model?", "A model.")),
+    ("critic.table.value_twin",
+     ctx("In Table 2 of UN Regulation No. 95, what is the mass for Thorax?", "22.4",
+         siblings=(("In Table 2 of UN Regulation No. 95, which body part has the highest mass?", "Thorax"),)),
+     ctx("In Table 2 of UN Regulation No. 95, what is the mass for Pelvis?", "12.0",
+         siblings=(("In Table 2 of UN Regulation No. 95, which body part has the highest mass?", "Thorax"),))),
 ]
 
 
@@ -171,16 +192,33 @@ def test_grouped_cross_validation_holds_each_document_out_and_matches_the_stored
     items = calibrate.labelled(calibrate.load_rows([DATA / Path(f).name for f in calibrate.LABEL_FILES]))
     docs = {i.doc for i in items}
     assert len(items) >= 300 and len(docs) >= 15
-    report = calibrate.grouped_cv(items)
+    report = calibrate.grouped_cv(items, bands=True)
     assert set(report.by_document) == docs and sum(r["pairs"] for r in report.by_document.values()) == len(items)
     stored = json.loads(calibrate.POLICY_FILE.read_text(encoding="utf-8"))
     assert report.overall == stored["cv"]  # the committed policy's figures are the ones this data gives
+    assert report.auto == stored["auto_approve"]["cv"]  # and so are the auto-approval's
+    assert stored["auto_approve"]["meets_target"] == (report.auto["precision"] is not None and report.auto["precision"] >= 0.9)
     fitted = calibrate.fit(items).as_json()
     assert {k: fitted[k] for k in ("rules", "min_score", "k")} == {k: stored[k] for k in ("rules", "min_score", "k")}
     with capsys.disabled():
         o = report.overall
         print(f"\ncritic, leave-one-document-out over {len(docs)} documents: precision {o['precision']:.2f}, "
               f"recall {o['recall']:.2f}, unusable rejected {o['unusable_rejected']:.2f}")
+
+
+def test_auto_approval_bands_are_chosen_on_the_other_documents():
+    def item(doc, usable, band):
+        return calibrate.Labelled(doc, usable, {}, None, {"target_modality": "text", "question_type": band})
+
+    # 'causal' pairs are usable on every document; 'numeric' ones only away from document D
+    items = [item(d, True, "causal") for d in "ABCD" for _ in range(10)]
+    items += [item(d, True, "numeric") for d in "ABC" for _ in range(10)] + [item("D", False, "numeric") for _ in range(10)]
+    assert calibrate.fit_bands(items) == ["causal"]
+    report = calibrate.grouped_cv(items, bands=True)
+    assert report.bands["D"] == ["causal", "numeric"]  # chosen without D: D's numeric pairs are approved, and wrong
+    assert report.bands["A"] == ["causal"]  # with D in training, numeric misses the bar
+    assert report.auto["approved"] == 40 + 10 and report.auto["precision"] == 40 / 50  # the honest held-out figure
+    assert calibrate.wilson_lower(20, 20) > 0.85 > calibrate.wilson_lower(9, 10)
 
 
 def test_a_rule_seen_only_on_the_held_out_document_is_not_judged_on_it():

@@ -1,0 +1,196 @@
+"""Critic rules that verify the answer span against the chunk's structure, and grammar that no template owns.
+
+- **cell**: when the question names one table row (its first cell) and one column (a header cell) of a table of
+  the chunk, the answer must be the cell under them;
+- **value header**: a column the question names whose header has the shape of the column's body values
+  ('R129 100cm- 135cm' over 'R129 61cm- 125cm'): a body row was read as the header row;
+- **numbered label**: a row label asked with its list number ('the approval for 1 Maxi-Cosi Pebble 360');
+- **foreign number**: a number of the question (outside the quoted document name) that is nowhere in the chunk;
+- **dangling subject**: a question whose subject ends in a list separator, a preposition or an article
+  ('what is partner -?', 'what are the bad News of?'), or a capitalised article inside the sentence;
+- **value twin**: the value of a row asked beside a sibling 'which ... highest/lowest' question whose answer is that
+  row (the rubric counts the pair once; the second is not useful).
+
+Every rule is registered in ``tasks.qa.registry`` and judged only by document-grouped cross-validation
+(``tasks.qa.calibrate``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import TYPE_CHECKING
+
+from ragprep.markdown import table_rows
+from tasks.qa.critic_rules.grounded import Signal
+from tasks.qa.registry import rule
+
+if TYPE_CHECKING:
+    from tasks.qa.pair_context import PairContext
+
+_WORD_RE = re.compile(r"[^\W_]+")
+_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+_QUOTED_RE = re.compile(r"\"[^\"]{2,200}\"|“[^”]{2,200}”|'[^']{2,200}'|‘[^’]{2,200}’|「[^」]{2,200}」")
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    """``needle`` occurs in ``haystack`` as whole words (both normalised)."""
+    return bool(needle) and f" {needle} " in f" {haystack} "
+
+
+def _tables(markdown: str) -> list[list[list[str]]]:
+    tables, block = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.strip().startswith("|"):
+            block.append(line)
+        elif block:
+            tables.append(table_rows("\n".join(block)))
+            block = []
+    return [t for t in tables if len(t) >= 2]
+
+
+def _shape(cell: str) -> str:
+    """A cell with its digits folded: '#' per number (two values of one column share a shape)."""
+    return re.sub(r"\d+(?:[.,]\d+)*", "#", _norm(cell))
+
+
+# --- the cell under the named row and column -----------------------------------------------------------------
+
+
+def _named_cell(question: str, table: list[list[str]]) -> tuple[str, str, str] | None:
+    """(row label, column header, cell) when the question names exactly one row and one column of ``table``."""
+    q = _norm(question)
+    header = table[0]
+    columns = [j for j, h in enumerate(header) if j and len(_norm(h)) >= 2 and _contains(q, _norm(h))]
+    rows = [r for r in table[1:] if r and len(_norm(r[0])) >= 2 and _contains(q, _norm(r[0]))]
+    columns = [j for j in columns if not any(_contains(_norm(r[0]), _norm(header[j])) for r in rows)]
+    if len(rows) != 1 or len(columns) != 1 or columns[0] >= len(rows[0]):
+        return None
+    return rows[0][0], header[columns[0]], rows[0][columns[0]]
+
+
+@rule("critic.answer.cell_mismatch", "critic", "a question naming one row and one column of a table of the chunk",
+      "the answer is not the cell under that row and column", "grounded")
+def cell_mismatch(ctx: PairContext) -> list[Signal]:
+    """The answer is not the cell that the named row and column meet in."""
+    answer = _norm(ctx.answer)
+    if not answer:
+        return []
+    for table in _tables(ctx.chunk_markdown):
+        named = _named_cell(ctx.question, table)
+        if named is None:
+            continue
+        label, column, cell = named
+        wanted = _norm(cell)
+        if wanted and not (_contains(answer, wanted) or _contains(wanted, answer)):
+            return [Signal("grounded", 2, f"the cell under '{label[:30]}' and '{column[:30]}' is '{cell[:30]}', "
+                                          "not the answer")]
+    return []
+
+
+@rule("critic.table.value_header", "critic", "the table column the question names",
+      "its header has the shape of the column's own body values (a body row read as the header row)", "grounded")
+def value_header(ctx: PairContext) -> list[Signal]:
+    """A column 'named' by a header that is really a value ('R129 100cm- 135cm')."""
+    q = _norm(ctx.question)
+    for table in _tables(ctx.chunk_markdown):
+        for j, head in enumerate(table[0]):
+            name = _norm(head)
+            if not (name and re.search(r"\d", name) and _contains(q, name)):
+                continue
+            body = [r[j] for r in table[1:] if j < len(r) and _norm(r[j])]
+            if sum(_shape(c) == _shape(head) for c in body) >= max(1, len(body) // 3):
+                return [Signal("grounded", 2, f"the column '{head[:40]}' is a value, not a header"),
+                        Signal("well_formed", 2, "a table value is asked as if it were a column name")]
+    return []
+
+
+_LIST_NUMBER_RE = re.compile(r"^\s*\d{1,3}[.)]?\s+[A-Z가-힣]")
+"""A running number before a name ('1 Maxi-Cosi', '3. Cybex'); a time or quantity ('60 ms') is no list number."""
+
+
+@rule("critic.table.numbered_label", "critic", "the table row the question names",
+      "the row label is asked with its list number ('for 1 Maxi-Cosi Pebble 360')", "well_formed")
+def numbered_label(ctx: PairContext) -> list[Signal]:
+    """A row label that keeps the running number of its list."""
+    question = unicodedata.normalize("NFKC", ctx.question)
+    for table in _tables(ctx.chunk_markdown):
+        for row in table[1:]:
+            label = unicodedata.normalize("NFKC", row[0]).strip() if row else ""
+            if len(label) > 4 and _LIST_NUMBER_RE.match(label) and label in question:
+                return [Signal("well_formed", 2, f"the row label keeps its list number ('{label[:40]}')")]
+    return []
+
+
+# --- the question's own numbers --------------------------------------------------------------------------
+
+
+_CODE_RE = re.compile(r"\b\w*[A-Za-z가-힣]\w*(?:[-/]\w+)+\b")
+"""An identifier with letters and digits ('FO-2024-017', 'R-129'): a handle, often from the document's header."""
+
+
+_DATE_RE = re.compile(r"\d{1,4}\s*(?:년|월|일)|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
+                      r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
+"""A date: a meeting's or report's handle, taken from the document's header rather than the chunk."""
+
+
+def _numbers(text: str) -> set[str]:
+    text = _DATE_RE.sub(" ", _CODE_RE.sub(" ", unicodedata.normalize("NFKC", text)))
+    return {n.replace(",", "") for n in _NUMBER_RE.findall(text)}
+
+
+@rule("critic.question.foreign_number", "critic", "the numbers of the question (its quoted names aside)",
+      "a number of the question is nowhere in the chunk (nor in its title or the file name)", "grounded")
+def foreign_number(ctx: PairContext) -> list[Signal]:
+    """The question names a number the chunk does not have: it asks about something the chunk does not say."""
+    asked = _numbers(_QUOTED_RE.sub(" ", ctx.question))
+    known = _numbers(ctx.chunk_markdown) | _numbers(ctx.chunk_title) | _numbers(ctx.file_name)
+    missing = sorted(n for n in asked - known if not (len(n) == 4 and n.startswith(("19", "20"))))
+    return [Signal("grounded", 2, f"the question's number {missing[0]} is not in the chunk")] if missing else []
+
+
+# --- grammar that holds for any frame ----------------------------------------------------------------------
+
+_DANGLING_END_RE = re.compile(r"(?:\s[-–—:/,]|\b(?:of|for|to|in|on|with|by|and|or|the|a|an))\s*\?\s*$", re.IGNORECASE)
+_CAPITAL_ARTICLE_RE = re.compile(r"\b(?:is|are|was|were|of|for|in)\s+(?:The|A|An)\s+[a-z]")
+
+
+@rule("critic.grammar.dangling_subject", "critic", "an English question",
+      "its subject ends in a list separator, a preposition or an article, or a capitalised article stands "
+      "inside the sentence ('what is partner -?', 'what is The ...'): a label that lost its subject", "well_formed")
+def dangling_subject(ctx: PairContext) -> list[Signal]:
+    """A label pasted into a frame with its separator or without its head."""
+    if ctx.language != "en":
+        return []
+    found = _DANGLING_END_RE.search(ctx.question) or _CAPITAL_ARTICLE_RE.search(ctx.question)
+    return [Signal("well_formed", 2, f"the subject is cut or pasted with its separator ('{found.group(0).strip()}')")] \
+        if found else []
+
+
+# --- a value asked twice -----------------------------------------------------------------------------------
+
+_EXTREME_RE = re.compile(r"\b(?:highest|lowest|largest|smallest|greatest|maximum|minimum|most|least)\b|가장|최대|최소",
+                         re.IGNORECASE)
+
+
+@rule("critic.table.value_twin", "critic", "the question and the other questions of its chunk",
+      "another question asks which row is highest/lowest and its answer is the row this question asks the value of "
+      "(the pair and its twin count once)", "useful")
+def value_twin(ctx: PairContext) -> list[Signal]:
+    """'what is the mass for Thorax' beside 'which part has the highest mass? Thorax'."""
+    if _EXTREME_RE.search(ctx.question):
+        return []
+    q = _norm(ctx.question)
+    for question, answer in ctx.siblings:
+        row = _norm(answer)
+        if _EXTREME_RE.search(question) and len(row) >= 2 and _contains(q, row) and not _contains(row, _norm(ctx.answer)):
+            return [Signal("useful", 2, f"the value twin of '{question[:60]}'")]
+    return []
+
+
+SPAN_RULES = (cell_mismatch, value_header, numbered_label, foreign_number, dangling_subject, value_twin)
+"""The rules of this module, in the order their reasons are listed."""
