@@ -43,6 +43,9 @@ LIMITS = "# Results\n\n| Occupant | HIC15 | Chest (mm) |\n|---|---|---|\n| Drive
 CRS = ("| CRS | Approval |\n|---|---|\n| 1 Maxi-Cosi Pebble 360 | R129 40cm- 83cm |\n\n"
        "| CRS | R129 100cm- 135cm |\n|---|---|\n| 11 BeSafe Beyond | R129 61cm- 125cm |\n| 12 BeSafe Stretch | R129 61cm- 125 cm |")
 
+ABRASION = ("| | Load daN | Frequency Hz | Cycles Numbers |\n|---|---|---|---|\n| Procedure 1 | 2.5 | 0.5 | 5,000 |\n"
+            "| Procedure 2 | 0.5 | 0.5 | 45,000 |\n| Procedure 3 | 0 to 5 | 0.5 | 45,000 |")
+
 CRITIC_CASES = [
     ("critic.handle.doubled", ctx('According to the "Roof Strength Roof Strength" document, what is the speed?', "5 mm/s"),
      ctx('According to the "Roof Strength Test Protocol" document, what is the speed?', "5 mm/s")),
@@ -72,6 +75,8 @@ CRITIC_CASES = [
      ctx("In Table 2 of UN Regulation No. 95, which component has the highest mass?", "Thorax")),
     ("critic.answer.tolerance_misread", ctx("In Table 2 of UN Regulation No. 16, what is the mass of the thighs?", "16.2 + 0.5"),
      ctx("In Table 2 of UN Regulation No. 16, what is the mass of the thighs?", "16.2 ± 0.5")),
+    ("critic.answer.tolerance_misread", ctx("What conditioning applies to the samples?", "a temperature of 20 + 5 °C for 24 h."),
+     ctx("What conditioning applies to the samples?", "a temperature of 20 ± 5 °C for 24 h.")),
     ("critic.answer.footnote_splice",
      ctx("According to UN Regulation No. 95, what is the impactor?", "The impactor is a pendulum of 12.7 mm.7 The impactor hangs."),
      ctx("According to UN Regulation No. 95, what is the impactor?", "The impactor is a pendulum of 23.4 kg.")),
@@ -85,6 +90,8 @@ CRITIC_CASES = [
          "The pole is set off so that the test vehicle will not contact the mount.")),
     ("critic.grammar.deictic_document", ctx("What does this standard require of the roof?", "x"),
      ctx("What does FMVSS No. 216 require of the roof?", "x")),
+    ("critic.grammar.deictic_document", ctx("According to UN Regulation No. 16, what is the belt bearing the above approval mark?", "x"),
+     ctx("According to UN Regulation No. 16, what does the approval mark 'A e' mean?", "x")),
     ("critic.grammar.repeated_frame",
      ctx("Why is the mat landmarked according to the Appendix, according to the protocol?", "x"),
      ctx("Why is the mat landmarked, according to the protocol?", "x")),
@@ -100,6 +107,24 @@ CRITIC_CASES = [
      ctx("What is the approval for the Maxi-Cosi Pebble 360?", "R129 40cm- 83cm", CRS)),
     ("critic.question.foreign_number", ctx("What HIC15 did the driver record at 80 ms?", "412.6", LIMITS),
      ctx("What HIC15 did the driver record in the FO-2024-017 test of 2024?", "412.6", LIMITS)),
+    ("critic.table.constant_column", ctx("In UN Regulation No. 16, what is the Frequency Hz for procedure 2?", "0.5", ABRASION),
+     ctx("In UN Regulation No. 16, what is the Cycles Numbers for procedure 1?", "5,000", ABRASION)),
+    ("critic.handle.truncated",
+     ctx('According to the "§ 571.216 Standard No. 216; Roof crush resistance; Applicable unless a vehicle is..." section of '
+         'FMVSS No. 216, what does altered roof mean?', "x"),
+     ctx('According to the "S4. Definitions" section of FMVSS No. 216, what does altered roof mean?', "x")),
+    ("critic.handle.conflicting_standard",
+     ctx('According to the "§ 571.216 Standard No. 216; Roof crush resistance" section of FMVSS No. 214, what does altered '
+         'roof mean?', "x"),
+     ctx('According to the "§ 571.216 Standard No. 216; Roof crush resistance" section of FMVSS No. 216, what does altered '
+         'roof mean?', "x")),
+    ("critic.handle.annex_paragraph",
+     PairContext(question="According to paragraph 3.3 of UN Regulation No. 16, what limit applies to the upper anchorage?",
+                 answer="0.2 mm", chunk_markdown="3.3. ... 0.2 mm", chunk_title="Annex 6 Description of trolley",
+                 file_name="r16.pdf", question_type="numeric", target_modality="text", language="en"),
+     PairContext(question="According to paragraph 3.3 of Annex 6 of UN Regulation No. 16, what limit applies to the upper "
+                 "anchorage?", answer="0.2 mm", chunk_markdown="3.3. ... 0.2 mm", chunk_title="Annex 6 Description of trolley",
+                 file_name="r16.pdf", question_type="numeric", target_modality="text", language="en")),
     ("critic.grammar.dangling_subject", ctx("According to the Definitions section, what is partner -?", "A model."),
      ctx("According to the Definitions section, what is a partner model?", "A model.")),
     ("critic.table.value_twin",

@@ -34,6 +34,8 @@ LABEL_FILES = (
     "tests/data/qa_pipeline_labels.jsonl",
     "tests/data/qa_heldout_labels.jsonl",
     "tests/data/qa_heldout_labels_round2.jsonl",
+    "tests/data/qa_labels_critic_round3.jsonl",
+    "tests/data/qa_labels_gen_round3.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 TARGET_PRECISION = 0.9

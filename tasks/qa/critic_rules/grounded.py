@@ -133,7 +133,8 @@ _DANGLING = frozenset(
     "those its their our your his her into onto over under between per via whether where how what why such".split()
 )
 _OPEN_CLOSE = (("(", ")"), ("[", "]"), ("“", "”"), ("「", "」"), ("{", "}"))
-_LIST_MARKER_RE = re.compile(r"(?:^|\s)[a-z0-9ivx]{1,3}\)")
+_LIST_MARKER_RE = re.compile(r"(?:^|(?<=[;:.,])\s|\n)\s*[a-z0-9ivx]{1,3}\)")
+"""A list marker ('a)', 'ii)') at the start of the text, a line or a clause; not a unit closing a bracket ('(2,250 lb)')."""
 _STRAY_TOKEN_RE = re.compile(r"[|\\{}~^`\x00-\x1f\x7f\ufffd]|<(?!=?\s?\d)|(?<![\d\s])>|^>(?!=?\s?\d)")
 _GLUED_RE = re.compile(r"^\d+[A-Za-z]{4,}\w*$")
 _DECIMAL_RE = re.compile(r"^\d+[.,]\d+$")

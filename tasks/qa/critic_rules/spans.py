@@ -9,7 +9,10 @@
 - **dangling subject**: a question whose subject ends in a list separator, a preposition or an article
   ('what is partner -?', 'what are the bad News of?'), or a capitalised article inside the sentence;
 - **value twin**: the value of a row asked beside a sibling 'which ... highest/lowest' question whose answer is that
-  row (the rubric counts the pair once; the second is not useful).
+  row (the rubric counts the pair once; the second is not useful);
+- **constant column**: the value of a column that holds the same value in every row (a constant, not a fact of the row);
+- **handle validity**: a quoted name cut with '...', two different standard numbers in one question (a fact of one
+  standard asked under another), a paragraph of an annex asked as the regulation's own paragraph.
 
 Every rule is registered in ``tasks.qa.registry`` and judged only by document-grouped cross-validation
 (``tasks.qa.calibrate``).
@@ -192,5 +195,58 @@ def value_twin(ctx: PairContext) -> list[Signal]:
     return []
 
 
-SPAN_RULES = (cell_mismatch, value_header, numbered_label, foreign_number, dangling_subject, value_twin)
+@rule("critic.table.constant_column", "critic", "a question naming one row and one column of a table of the chunk",
+      "the column holds the same value in every one of its (three or more) rows: a constant, not a fact of the row", "useful")
+def constant_column(ctx: PairContext) -> list[Signal]:
+    """'the frequency for procedure 2' when every procedure runs at 0.5 Hz."""
+    for table in _tables(ctx.chunk_markdown):
+        named = _named_cell(ctx.question, table)
+        if named is None:
+            continue
+        j = [_norm(h) for h in table[0]].index(_norm(named[1]))
+        values = {_norm(r[j]) for r in table[1:] if j < len(r) and _norm(r[j])}
+        if len(table) >= 4 and len(values) == 1:
+            return [Signal("useful", 2, f"'{named[1][:30]}' is the same in every row: a constant")]
+    return []
+
+
+# --- handle validity -----------------------------------------------------------------------------------------
+
+_TRUNCATED_RE = re.compile(r"(?:\.\.\.|…)\s*[\"”'’」]")
+_STANDARD_NUMBER_RE = re.compile(r"(?:\bNo\.\s*|§\s*\d{3}\.)(\d{2,4})\b|\bR(\d{2,3})\b")
+_PARAGRAPH_RE = re.compile(r"\bparagraph\s+\d", re.IGNORECASE)
+_ANNEX_RE = re.compile(r"^\s*(?:#+\s*)?(?:annex|appendix|attachment|부속서|별표|별지)\b", re.IGNORECASE)
+
+
+@rule("critic.handle.truncated", "critic", "the quoted names of the question",
+      "a quoted document or section name ends in '...' (a heading cut short)", "well_formed")
+def truncated_handle(ctx: PairContext) -> list[Signal]:
+    """A handle quoted with an ellipsis: the name was cut."""
+    found = _TRUNCATED_RE.search(ctx.question)
+    return [Signal("well_formed", 2, "a quoted name is cut short with '...'")] if found else []
+
+
+@rule("critic.handle.conflicting_standard", "critic", "the standard numbers the question names",
+      "two different numbers ('§ 571.216 ... of FMVSS No. 214'): the fact of one standard asked under another", "grounded")
+def conflicting_standard(ctx: PairContext) -> list[Signal]:
+    """The question's section belongs to one standard and its document handle names another."""
+    numbers = {a or b for a, b in _STANDARD_NUMBER_RE.findall(ctx.question)}
+    if len(numbers) >= 2:
+        return [Signal("grounded", 2, f"the question names standards {', '.join(sorted(numbers))}: which one holds the fact?")]
+    return []
+
+
+@rule("critic.handle.annex_paragraph", "critic", "the paragraph the question cites and the chunk's title",
+      "the chunk is an annex or appendix but the question cites 'paragraph N' of the document without naming it: the "
+      "document's own paragraph N is another one", "grounded")
+def annex_paragraph(ctx: PairContext) -> list[Signal]:
+    """'paragraph 3.3 of UN Regulation No. 16' for paragraph 3.3 of its Annex 6."""
+    if _PARAGRAPH_RE.search(ctx.question) and _ANNEX_RE.match(ctx.chunk_title or "") and not re.search(
+            r"\b(?:annex|appendix|attachment)\b|부속서|별표", ctx.question, re.IGNORECASE):
+        return [Signal("grounded", 2, f"a paragraph of '{ctx.chunk_title[:40]}' cited as the document's own")]
+    return []
+
+
+SPAN_RULES = (cell_mismatch, value_header, numbered_label, foreign_number, dangling_subject, value_twin, constant_column,
+              truncated_handle, conflicting_standard, annex_paragraph)
 """The rules of this module, in the order their reasons are listed."""
