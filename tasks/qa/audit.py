@@ -84,6 +84,8 @@ class Coverage(BaseModel):
     with_approved: int
     """Fact chunks with at least one approved pair."""
     approved_pairs: int
+    pairs: int = 0
+    """Pairs of the document (any status): with ``approved_pairs``, the generator's budget at work."""
 
     @property
     def approved_share(self) -> float | None:
@@ -119,10 +121,12 @@ def coverage(pairs: Sequence[QaPairRow], chunks: Sequence) -> list[Coverage]:
     out: dict[str, Coverage] = {}
     for chunk in chunks:
         name = Path(chunk.source_path).name
-        row = out.setdefault(name, Coverage(document=name, chunks=0, fact_chunks=0, with_pair=0, with_approved=0, approved_pairs=0))
+        row = out.setdefault(name, Coverage(document=name, chunks=0, fact_chunks=0, with_pair=0, with_approved=0,
+                                            approved_pairs=0))
         row.chunks += 1
         mine = by_chunk.get(chunk.chunk_id, [])
         row.approved_pairs += sum(p.status == "approved" for p in mine)
+        row.pairs += len(mine)
         if holds_fact(chunk.qa_text, chunk.title):
             row.fact_chunks += 1
             row.with_pair += bool(mine)
@@ -226,17 +230,20 @@ class QaAudit(BaseModel):
         return out
 
     def _coverage_report(self) -> Report:
-        rows = [[c.document, c.chunks, c.fact_chunks, c.with_pair, c.with_approved, _share(c.approved_share),
-                 f"{c.approved_pairs / c.fact_chunks:.2f}" if c.fact_chunks else "-"] for c in self.coverage]
+        rows = [[c.document, c.chunks, c.fact_chunks, c.with_pair, _share(_ratio(c.with_pair, c.fact_chunks)),
+                 _per(c.pairs, c.fact_chunks), c.with_approved, _share(c.approved_share),
+                 _per(c.approved_pairs, c.fact_chunks)] for c in self.coverage]
         total = Coverage(document="all", chunks=sum(c.chunks for c in self.coverage),
                          fact_chunks=sum(c.fact_chunks for c in self.coverage), with_pair=sum(c.with_pair for c in self.coverage),
                          with_approved=sum(c.with_approved for c in self.coverage),
-                         approved_pairs=sum(c.approved_pairs for c in self.coverage))
-        rows.append([total.document, total.chunks, total.fact_chunks, total.with_pair, total.with_approved,
-                     _share(total.approved_share), f"{total.approved_pairs / total.fact_chunks:.2f}" if total.fact_chunks else "-"])
+                         approved_pairs=sum(c.approved_pairs for c in self.coverage),
+                         pairs=sum(c.pairs for c in self.coverage))
+        rows.append([total.document, total.chunks, total.fact_chunks, total.with_pair,
+                     _share(_ratio(total.with_pair, total.fact_chunks)), _per(total.pairs, total.fact_chunks),
+                     total.with_approved, _share(total.approved_share), _per(total.approved_pairs, total.fact_chunks)])
         return Report("coverage: chunks holding a fact and their pairs",
-                      ["document", "chunks", "fact chunks", "with a pair", "with an approved pair", "share approved",
-                       "approved pairs per fact chunk"], rows,
+                      ["document", "chunks", "fact chunks", "with a pair", "share with a pair", "pairs per fact chunk",
+                       "with an approved pair", "share approved", "approved pairs per fact chunk"], rows,
                       notes=["A fact chunk holds a value with its unit, a table row, a requirement, a definition, a cause or "
                              "a decision, and is no reference list or contents page."])
 
@@ -261,6 +268,10 @@ class QaAudit(BaseModel):
         if s.unknown:
             notes.append(f"{s.unknown} decisions are on pairs whose auto-approval is unknown (older decisions on pairs now gone).")
         return Report("review outcomes", ["decision", "count"], rows, notes=notes)
+
+
+def _per(part: int, whole: int) -> str:
+    return f"{part / whole:.2f}" if whole else "-"
 
 
 def _share(value: float | None) -> str:

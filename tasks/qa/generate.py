@@ -1,7 +1,7 @@
 """qa: question-answer pairs per chunk, flagged, with expert decisions applied.
 
-Pairs per chunk scale with its length (``qa_tokens_per_pair``, capped by
-``qa_max_per_chunk``), mix question types, and include questions only a chunk's table,
+Pairs per chunk follow its information content (``tasks.qa.budget``: one per fact it holds, else one per
+``qa.tokens_per_pair`` tokens, capped by ``qa.max_per_chunk``), mix question types, and include questions only a chunk's table,
 chart or picture can answer. Questions name what users know a document by (the report's
 test name and stage from ``headers``, else the document's real title, else the chunk's
 heading), never its file name. A chunk whose generation fails is recorded in
@@ -26,7 +26,7 @@ from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
 from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
-from tasks.qa import handles, rules
+from tasks.qa import budget, handles, rules
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review
 from tasks.stage import run_items
@@ -156,12 +156,18 @@ def chunk_handle(chunk: ChunkRow, document: rules.Handle | None) -> rules.Handle
     usable = rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading)
     section = heading if usable and not handles.is_running_head(heading, set(base.running_heads)) else ""
     kind = "slide" if chunk.slide is not None else "section"
-    return rules.Handle(base.test_name, base.stage, base.title, base.kind, section, kind, base.date, base.running_heads)
+    title = base.title
+    if base.kind == "standard" and chunk.heading_path:  # an extract that carries a second standard ("§ 571.227 ...")
+        own = handles.identifier([], [chunk.heading_path[0]])
+        title = own if own and own != base.title else title
+    return rules.Handle(base.test_name, base.stage, title, base.kind, section, kind, base.date, base.running_heads)
 
 
-def pairs_wanted(chunk: ChunkRow, settings: Settings) -> int:
-    """Pairs to ask of a chunk: one per ``qa_tokens_per_pair`` tokens, between 1 and ``qa_max_per_chunk``."""
-    return max(1, min(settings.qa.max_per_chunk, round(chunk.token_count / settings.qa.tokens_per_pair)))
+def pairs_wanted(chunk: ChunkRow, settings: Settings, view: rules.ChunkView | None = None) -> int:
+    """Pairs to ask of a chunk, by information content (``tasks.qa.budget``): one per fact it holds, else one per
+    ``qa.tokens_per_pair`` tokens; between 1 and ``qa.max_per_chunk``."""
+    units = budget.information_units(view) if view is not None else 0
+    return budget.pairs_for(units, chunk.token_count, settings.qa.tokens_per_pair, settings.qa.max_per_chunk)
 
 
 def chunk_view(chunk: ChunkRow, elements: dict[str, ElementRow], handle: rules.Handle | None = None) -> rules.ChunkView:
@@ -198,7 +204,7 @@ async def generate_for_chunk(
     chunk: ChunkRow, view: rules.ChunkView, settings: Settings, generator: Generator, prompt: PromptTemplate
 ) -> tuple[list[QaPairRow], QaFailureRow | None]:
     """The pending QA pairs generated for one chunk (seen through ``view``), or a failure row when the reply was unusable."""
-    n = pairs_wanted(chunk, settings)
+    n = pairs_wanted(chunk, settings, view)
     generation = await generator.generate(
         "generate_qa",
         prompt,

@@ -57,7 +57,8 @@ def rule(name: str, kind: str, fires_on: str, criterion: str, caps: str = "") ->
     return wrap
 
 
-RULE_MODULES = ("tasks.qa.handles", "tasks.qa.rules.requirements", "tasks.qa.rules.sections", "tasks.qa.critic_structure")
+RULE_MODULES = ("tasks.qa.handles", "tasks.qa.rules.requirements", "tasks.qa.rules.provisions", "tasks.qa.budget",
+                "tasks.qa.rules.sections", "tasks.qa.critic_structure")
 """The modules whose functions register rules when imported."""
 
 

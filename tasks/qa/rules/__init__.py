@@ -205,20 +205,28 @@ def generate(view: ChunkView, n: int) -> list[Candidate]:
     reference lists, tables of contents and boilerplate sections."""
     if n <= 0 or skipped_chunk(view):
         return []
-    from tasks.qa.rules.requirements import REQUIREMENT_SOURCES  # they build on this module's helpers
+    from tasks.qa.rules.provisions import PROVISION_SOURCES  # they build on this module's helpers
+    from tasks.qa.rules.requirements import REQUIREMENT_SOURCES
     from tasks.qa.rules.sections import section_views
 
-    queues = [list(_round_robin([[c for c in source(part) if _well_formed(c)] for source in (*REQUIREMENT_SOURCES, *SOURCES)]))
+    sources = (*REQUIREMENT_SOURCES, *PROVISION_SOURCES, *SOURCES)
+    queues = [list(_round_robin([[c for c in source(part) if _well_formed(c)] for source in sources]))
               for part in section_views(view)]
     out: list[Candidate] = []
     seen: set[str] = set()
     for candidate in _round_robin(queues):  # every section of the chunk gets its first question before any its second
         if len(out) >= n:
             break
-        if candidate.question not in seen:
-            seen.add(candidate.question)
+        # a sentence answered twice (a limit rule and a provision rule on one requirement) is one fact: asked once
+        answer = candidate.answer if len(candidate.answer) >= MIN_TWIN_ANSWER_CHARS else ""
+        if candidate.question not in seen and answer not in seen:
+            seen.update({candidate.question, answer} - {""})
             out.append(candidate)
     return out
+
+
+MIN_TWIN_ANSWER_CHARS = 40
+"""Answers this long (sentences) are asked once per chunk; short values ("10 mm") may answer different questions."""
 
 
 def _round_robin(groups: Sequence[Sequence[Candidate]]) -> Iterator[Candidate]:

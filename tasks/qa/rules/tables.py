@@ -43,8 +43,9 @@ def parse_table(markdown: str) -> Table | None:
         rows = rows[1:]  # one merged caption cell repeated across the columns
         if any(parse_number(c) is not None for c in rows[0][1:]):
             return None  # no header row under the caption: the columns cannot be named
-    if len(rows) < 2:
+    if len(rows) < 2 or _headless(rows) or _zone_grid(rows):
         return None
+    rows = _without_list_numbers(rows)
     header, body = rows[0], rows[1:]
     groups = [""] * len(header)
     if body[0][:1] == header[:1] and len(body[0]) == len(header):
@@ -68,6 +69,31 @@ def parse_table(markdown: str) -> Table | None:
     if not kept or not any(columns[1:]):
         return None
     return Table(columns[0], columns[1:], [g.strip() for g in groups[1:]], kept)
+
+
+def _headless(rows: list[list[str]]) -> bool:
+    """A table continued from a page before without its header row: half or more of its first row's cells are numbers."""
+    cells = [c for c in rows[0] if c.strip()]
+    return bool(cells) and sum(parse_number(c) is not None for c in cells) >= max(1, len(cells) / 2)
+
+
+def _zone_grid(rows: list[list[str]]) -> bool:
+    """A figure's zone grid or label layout read as a table: most cells empty or a short code ("A1", "2c", "x")."""
+    cells = [c.strip() for r in rows for c in r]
+    short = sum(len(c) <= 3 and not re.fullmatch(r"\d+(?:[.,]\d+)?", c) for c in cells)
+    return len(cells) >= 6 and short >= 0.7 * len(cells)
+
+
+_LIST_NUMBER_RE = re.compile(r"^(\d{1,2})[.)]?\s+(?=[A-Za-z가-힣])")
+
+
+def _without_list_numbers(rows: list[list[str]]) -> list[list[str]]:
+    """Row labels without the list numbers a table's first column carries ("1 Maxi-Cosi Pebble" -> "Maxi-Cosi Pebble")
+    when every body row is numbered 1, 2, 3, ... in order."""
+    numbers = [_LIST_NUMBER_RE.match(r[0].strip()) if r else None for r in rows[1:]]
+    if len(numbers) < 2 or not all(numbers) or [int(m.group(1)) for m in numbers] != list(range(1, len(numbers) + 1)):
+        return rows
+    return [rows[0]] + [[_LIST_NUMBER_RE.sub("", r[0].strip()), *r[1:]] for r in rows[1:]]
 
 
 def _sub_header(header: list[str], row: list[str]) -> bool:

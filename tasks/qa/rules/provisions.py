@@ -1,0 +1,395 @@
+"""Generator rules over the numbered provisions of regulations and protocols: values, requirements, definitions.
+
+Regulations and test protocols state their facts in numbered paragraphs ("S7.2 Orient the test device ... at a
+forward angle of 5 degrees", "5.3.7.3. REESS retention / REESS located inside ... shall remain ...", "2.1.
+"Approval of a vehicle" means ..."), often with their lettered sub-items ("(a)", "b)"). A user asks for them by
+the paragraph: "What forward angle does paragraph S7.2(a) of FMVSS No. 216 specify?" -> "5 degrees below the
+horizontal" is not needed; the value span "5 degrees" with its qualifier is the answer.
+
+``provision_units`` cuts a chunk into such units (number, inline or heading title, text); the rules then ask:
+
+- ``generate.provision.value``: one question per quantity (speed, mass, angle, force, ...) that a unit states
+  once (or under a noun that tells it apart: "forward angle" vs "outboard angle"), naming the paragraph, its title
+  and the document; the answer is the value with its qualifier ("not more than 13 millimeters per second").
+- ``generate.provision.requirement``: a titled unit whose first sentence is a requirement ("shall", "must") is
+  asked what it requires; the answer is that sentence.
+- ``generate.provision.definition``: a quoted term defined by a numbered paragraph ('2.1. "Vehicle type" means').
+- ``generate.requirement.limit_ko``: a Korean limit ("… 이하/이상/초과/미만", "A의 경우 B는 … 이하").
+
+Nothing is asked without a document handle, nor when a unit states the same kind of quantity twice without
+telling them apart (which value would be the answer is then ambiguous).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tasks.qa.registry import rule
+from tasks.qa.rules.text import Candidate, ChunkView, _content_blocks, _section_ok, doc_phrase, josa, where
+
+# --- units of a provision ---------------------------------------------------------------------------
+
+_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*[a-z]?|\d+(?:\.\d+)+|\d+)\.?\s+(?P<rest>\S.*)$", re.DOTALL)
+_ITEM_RE = re.compile(r"^\s*\(?(?P<item>[a-z]|[ivx]{1,4}|\d{1,2})\)\s+(?P<rest>\S.*)$", re.DOTALL)
+_TITLE_WORDS_RE = re.compile(r"^[A-Z][\w\-/&,'’ ()]{2,70}$")
+_VERB_WORDS = frozenset("shall must is are was were be will may should can has have means mean".split())
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A numbered paragraph (or one of its lettered items): its reference, title and text."""
+
+    number: str
+    title: str
+    text: str
+    criterion: bool = False
+    """An item under a lead-in that announces requirements ("The vehicle meets the requirements if all of the
+    following are met:"): the item is a requirement even without "shall"."""
+
+
+def _title(text: str) -> tuple[str, str]:
+    """(inline title, body) of a provision's text: "Side moving barrier crash. (a) When ..." -> title and body;
+    a text that is a title alone ("Electrolyte spillage") gives (title, '')."""
+    head, sep, body = text.partition(". ")
+    candidate = head.strip().rstrip(".:")
+    if not sep and "." not in text.strip().rstrip("."):
+        candidate, body = text.strip().rstrip(".:"), ""
+    words = candidate.split()
+    if (not 1 <= len(words) <= 9 or re.search(r"\b(?:as follows|following)$", candidate)
+            or not _TITLE_WORDS_RE.match(candidate) or _VERB_WORDS & {w.lower() for w in words}
+            or re.search(r"\d{2,}", candidate)):
+        return "", text
+    return candidate, body.strip()
+
+
+def _annex(view: ChunkView) -> str:
+    for part in [view.title.split(" / ")[0], *view.heading_path[:1]]:
+        found = re.match(r"^\s*#*\s*(Annex|Appendix)\s+(\d+[A-Z]?)\b", part or "")
+        if found:
+            return f"{found.group(1)} {found.group(2)}"
+    return ""
+
+
+def _blocks(markdown: str) -> list[str]:
+    """The chunk's prose blocks (a block's lines joined) and its headings as text, in order."""
+    out = []
+    for block in re.split(r"\n\s*\n", markdown):
+        block = block.strip()
+        if block.startswith("#"):
+            out.append(block.lstrip("#").strip())
+        elif block and any(block == b for b in _content_blocks(block)):
+            out.append(" ".join(ln.strip() for ln in block.splitlines()))
+    return out
+
+
+def provision_units(view: ChunkView) -> list[Unit]:
+    """The chunk cut into numbered paragraphs and their items (a unit's text without its number); an item is named
+    with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3)."""
+    units: list[Unit] = []
+    titles: dict[str, str] = {}
+    number, items, lead = "", _Items(), False
+    for index, block in enumerate(_blocks(view.markdown)):
+        found = _NUMBER_RE.match(block)
+        if found and (found.group("number").startswith("S") or "." in found.group("number") or index > 0):
+            number, items, lead = found.group("number"), _Items(), False
+            title, body = _title(found.group("rest"))
+            if title:
+                titles[number] = title
+            nested = _NUMBER_RE.match(body)
+            if nested and nested.group("number").startswith(number + "."):
+                number, body = nested.group("number"), nested.group("rest")  # "S5.4 Sun visors. S5.4.1 A sun visor ..."
+            if not body or _bare(number) and not title:
+                continue  # a bare "12" without a title is a figure label or a list number, not a paragraph
+            for piece in _ITEM_SPLIT_RE.split(body):
+                sub = _ITEM_RE.match(piece)
+                label = number + items.push(sub.group("item")) if sub else number
+                units.append(Unit(label, _inherited(titles, number), sub.group("rest") if sub else piece))
+            continue
+        sub = _ITEM_RE.match(block)
+        if not number or _bare(number) and number not in titles:
+            continue
+        if sub:
+            units.append(Unit(number + items.push(sub.group("item")), _inherited(titles, number), sub.group("rest"), lead))
+        elif not block.startswith(("|", "!", "*")):
+            lead = bool(_LEAD_IN_RE.search(block))
+            units.append(Unit(number + items.path(), _inherited(titles, number), block))
+    return units
+
+
+_LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
+_ADMINISTRATIVE_RE = re.compile(
+    r"transitional provisions|phase-in|penalties|production definitively discontinued|names and addresses|"
+    r"conformity of production|modification(?:s)? (?:and|of)|extension of (?:the )?approval|approval mark|communication|"
+    r"amendments?\b|effective date", re.IGNORECASE)
+
+
+def administrative(view: ChunkView, unit: Unit) -> bool:
+    """A unit of an administrative section (transitional provisions, phase-in, penalties, approval marks): its
+    sentences are legal procedure, not a fact a safety engineer asks."""
+    return bool(_ADMINISTRATIVE_RE.search(unit.title) or _ADMINISTRATIVE_RE.search(" ".join([view.title, *view.heading_path])))
+
+
+_ROMAN = frozenset("i ii iii iv v vi vii viii ix x".split())
+_ITEM_RANK = {"letter": 1, "digit": 2, "roman": 3}
+
+
+class _Items:
+    """The open item labels of a paragraph, outermost first: (a) > (1) > (i)."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[str, str]] = []
+
+    def push(self, label: str) -> str:
+        """Open item ``label`` (closing items at its level or deeper) and return the item path "(b)(3)"."""
+        last_letter = next((lab for kind, lab in reversed(self.stack) if kind == "letter"), "")
+        if label.isdigit():
+            kind = "digit"
+        elif label in _ROMAN and self.stack and not (label in "iv" and last_letter and ord(label) == ord(last_letter) + 1):
+            kind = "roman"
+        else:
+            kind = "letter"
+        while self.stack and _ITEM_RANK[self.stack[-1][0]] >= _ITEM_RANK[kind]:
+            self.stack.pop()
+        self.stack.append((kind, label))
+        return self.path()
+
+    def path(self) -> str:
+        """The open items as a reference suffix: "(b)(3)"."""
+        return "".join(f"({label})" for _, label in self.stack)
+
+
+_ITEM_SPLIT_RE = re.compile(r"\s(?=\(?[a-z]\)\s)")
+
+
+def _bare(number: str) -> bool:
+    return "." not in number and not number.startswith("S")
+
+
+def _inherited(titles: dict[str, str], number: str) -> str:
+    """The title of the paragraph or of its nearest titled parent ("5.3.7.2" -> "5.3.7")."""
+    parts = number.split(".")
+    for end in range(len(parts), 0, -1):
+        title = titles.get(".".join(parts[:end]))
+        if title:
+            return title
+    return ""
+
+
+def _reference(view: ChunkView, unit: Unit) -> str:
+    """How a question names the unit: "paragraph 6.1 of Annex 4 to UN Regulation No. 95" (with its title)."""
+    doc = doc_phrase(view)
+    annex = _annex(view)
+    word = "paragraph" if view.handle.kind == "standard" or re.search(r"\b(?:Regulation|Standard|FMVSS)\b", doc) else "section"
+    paragraph = f"{word} {unit.number}"
+    if unit.title and unit.title.lower() not in doc.lower():
+        paragraph += f" ({unit.title})"
+    return f"{paragraph} of {annex} to {doc}" if annex else f"{paragraph} of {doc}"
+
+
+# --- values ---------------------------------------------------------------------------------------
+
+_UNIT_CLASSES = (
+    ("speed", r"km\s?/\s?h|kph|mph|m/s(?![2²])|kilometers per hour|kilometres per hour|miles per hour"),
+    ("rate", r"mm/s|millimet(?:er|re)s per second"),
+    ("temperature", r"°\s?[CF]\b|℃|degrees? (?:Celsius|C\b|F\b)"),
+    ("angle", r"°|degrees?|deg\b"),
+    ("acceleration", r"m/s[2²]|g\b"),
+    ("mass", r"kg|kilograms?|grams?|lb\b|pounds?"),
+    ("force", r"kN|daN|N\b|newtons?|lbf"),
+    ("moment", r"N\s?m|kNm"),
+    ("pressure", r"kPa|MPa|bar\b|psi"),
+    ("time", r"ms\b|milliseconds?|seconds?|minutes?|s\b|min\b|hours?"),
+    ("share", r"%|per\s?cent|percent"),
+    ("volume", r"lit(?:er|re|ter)s?|ml\b"),
+    ("energy", r"kJ|J\b|joules?"),
+    ("voltage", r"V\b|volts?"),
+    ("distance", r"mm|cm|m\b|millimet(?:er|re)s?|centimet(?:er|re)s?|met(?:er|re)s?|inch(?:es)?|in\.|ft\b|feet"),
+)
+_ANY_UNIT = "|".join(pattern for _, pattern in _UNIT_CLASSES)
+_UNIT_ALTERNATIVES = "|".join(f"(?P<{name}>{pattern})" for name, pattern in _UNIT_CLASSES)
+_AMOUNT = r"(?:[±+]\s?)?\d[\d,]*(?:\.\d+)?"
+_QUALIFIER = (r"(?:not (?:be )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|no (?:more|less|greater) than|"
+              r"at (?:least|most)|up to and including|"
+              r"up to|(?:more|less|greater|lower) than|(?:a )?(?:maximum|minimum) of|within|between|from|below|above|"
+              r"exceeding|under|over)")
+_VALUE_RE = re.compile(
+    rf"(?:(?P<qualifier>{_QUALIFIER})\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
+    rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
+    rf"(?![/\w])(?P<upper>\s(?:and|to)\s\d[\d,.]*\s?(?:{_ANY_UNIT}))?"
+    rf"(?P<tolerance>\s?(?:±|\+/-)\s?\d[\d,.]*\s?(?:{_ANY_UNIT}))?",
+)
+_NOUN_HEADS = (
+    "speed|velocity|mass|angle|force|load|pressure|rate|inclination|accuracy|tolerance|precision|distance|height|length|"
+    "width|diameter|temperature|time|duration|deflection|acceleration|weight|clearance|displacement|energy|offset|overlap|"
+    "thickness|radius|depth|gap|torque|tension|level|spacing|stroke|intrusion|elongation|volume|voltage|resistance"
+)
+_NOUN_RE = re.compile(
+    r"\b(?:an?|the|its)\s+(?P<noun>(?:(?!(?:has|have|is|are|was|were|with|of|in|on|at|to|and|or)\s)[a-z][a-z\-]+\s){0,3}?"
+    rf"(?:{_NOUN_HEADS}))(?:\s+\([^)]{{0,40}}\)|,[^,;]{{0,40}},)?\s+(?:of|to|at|is|equal to)\s+(?:about\s+)?$"
+)
+_SKIP_CONTEXT_RE = re.compile(r"(?:Figure|Fig\.|Table|paragraph|Annex|Regulation|Standard|part|ISO|SAE|CFR|No\.|§)\s*$",
+                              re.IGNORECASE)
+_NOT_A_VALUE_BEFORE_RE = re.compile(r"\d\s*(?:and|or|,)\s*$|[\w./]$|(?:^|\s)[-−–]\s?$")
+"""Before a value: a list of numbers ("2.2 and 2.7 kN"), a word it is glued to ("P205/75R15"), a sign ("- 10°")."""
+_TEMPERATURE_AFTER_RE = re.compile(r"\s?(?:[±+]\s?\d[\d.,]*\s?)?°\s?C\b")
+
+
+def _kind(match: re.Match) -> str:
+    return next(name for name, _ in _UNIT_CLASSES if match.group(name))
+
+
+def _not_a_value(match: re.Match, text: str) -> bool:
+    """A figure or paragraph number, a listed or signed number, a tolerance alone ("± 1 mm"), "-10° + 1 °C" read as
+    an angle, or a part label of a figure ("4g", "2c") unless a qualifier makes it a limit ("not exceed 80g")."""
+    before, after = text[:match.start()], text[match.end():match.end() + 14]
+    if _SKIP_CONTEXT_RE.search(before) or _NOT_A_VALUE_BEFORE_RE.search(before) or match.group("amount")[:1] in "±+":
+        return True
+    if _kind(match) == "angle" and _TEMPERATURE_AFTER_RE.match(after):
+        return True
+    unit = match.group(0)[match.end("space") - match.start():].split()[0]
+    return not match.group("space") and len(re.sub(r"\W", "", unit)) == 1 and not match.group("qualifier")
+
+
+def _values(text: str) -> list[tuple[str, str, str]]:
+    """(quantity noun or '', unit class, value span) for each value with a unit in ``text``."""
+    out = []
+    for match in _VALUE_RE.finditer(text):
+        if _not_a_value(match, text):
+            continue
+        noun = _NOUN_RE.search(text[max(0, match.start() - 80):match.start()])
+        out.append((noun.group("noun") if noun else "", _kind(match), match.group(0).strip(" ,;")))
+    return out
+
+
+def prose_values(markdown: str) -> list[str]:
+    """Every value with a unit in the chunk's prose (tables, pictures and quotes left out)."""
+    text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
+    return [span for _, _, span in _values(text)]
+
+
+def _verbatim(answer: str, markdown: str) -> str:
+    """The answer as the chunk writes it (a span over a line break keeps the break), or '' when it is not there."""
+    found = re.search(r"\s+".join(re.escape(w) for w in answer.split()), markdown)
+    return found.group(0) if found else ""
+
+
+def _question_for(noun: str, kind: str, reference: str) -> str:
+    quantity = noun or {"share": "percentage", "moment": "moment", "distance": "distance"}.get(kind, kind)
+    return f"What {quantity} does {reference} specify?"
+
+
+@rule("generate.provision.value", "generate", "a numbered paragraph or lettered item of a regulation or protocol "
+      "with a value and unit (speed, mass, angle, force, pressure, time, distance, ...)", "numeric")
+def value_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """One question per quantity a provision states unambiguously, naming paragraph, title and document."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
+    if not units and _section_ok(view):  # unnumbered prose: the section heading names where the value stands
+        units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
+    for reference, text in units:
+        values = _values(text)
+        for noun, kind, span in values:
+            same = [v for v in values if v[1] == kind]
+            if len(same) > 1 and (not noun or sum(v[0] == noun for v in same) > 1):
+                continue  # two values of one kind, not told apart by their nouns: the answer would be ambiguous
+            answer = _verbatim(span, view.markdown)
+            if answer:
+                yield Candidate(_question_for(noun, kind, reference), answer, "numeric", "text")
+
+
+_REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
+_OPENER_RE = re.compile(
+    r"^(?:It|This|They|These|Such|However|But|Also|In this case|Additionally|Furthermore|Moreover|In addition)\b")
+"""A sentence that goes on from the one before: not a requirement a question can stand on."""
+MAX_SENTENCE_CHARS = 320
+
+
+def _first_sentence(text: str) -> str:
+    for piece in re.split(r"(?<=[.;])\s+(?=[A-Z(])", text):
+        piece = piece.strip()
+        if piece:
+            return piece if piece.endswith((".", ";")) else ""
+    return ""
+
+
+@rule("generate.provision.requirement", "generate", "a titled numbered paragraph whose first sentence is a "
+      "requirement (shall/must)", "factual")
+def requirement_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """'What does paragraph 5.3.7.3 (REESS retention) of UN Regulation No. 95 require?' -> its first sentence."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    asked: set[str] = set()
+    for unit in provision_units(view):
+        sentence = _first_sentence(unit.text)
+        named = unit.title or "." in unit.number and "(" not in unit.number  # "5.3.8" names a paragraph alone
+        if not named or unit.number in asked or not sentence or len(sentence) > MAX_SENTENCE_CHARS or administrative(view, unit):
+            continue
+        if not sentence[:1].isupper() or not (_REQUIREMENT_RE.search(sentence) or unit.criterion) or _OPENER_RE.match(sentence):
+            continue
+        answer = _verbatim(sentence, view.markdown)
+        if answer:
+            asked.add(unit.number)
+            yield Candidate(f"What does {_reference(view, unit)} require?", answer, "factual", "text")
+
+
+_QUOTED_DEFINITION_RE = re.compile(r'^[“"](?P<term>[^”"]{2,70})[”"],?\s+(?:means|shall mean|is|refers to)\s+(?P<rest>.{10,})$')
+
+
+@rule("generate.provision.definition", "generate", "a numbered paragraph defining a quoted term ('2.1. \"Vehicle "
+      "type\" means ...')", "definitional")
+def definition_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """'According to paragraph 2.1 of UN Regulation No. 95, what does "vehicle type" mean?' -> the definition."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    for unit in provision_units(view):
+        found = _QUOTED_DEFINITION_RE.match(unit.text)
+        if (not found or re.match(r"(?:is )?as (?:established|defined|specified|described)|see\b", found.group("rest"))
+                or len(unit.text) > MAX_SENTENCE_CHARS or unit.text.rstrip()[-1:] not in ".;:"):
+            continue
+        term = found.group("term").strip()
+        reference = f"paragraph {unit.number} of {_annex(view) + ' to ' if _annex(view) else ''}{doc_phrase(view)}"
+        answer = _verbatim(unit.text.rstrip(), view.markdown)
+        if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")):
+            continue  # not a complete sentence, or the definition goes on in a list the unit does not hold
+        yield Candidate(f'According to {reference}, what does "{term}" mean?', answer, "definitional", "text")
+
+
+# --- Korean limits ------------------------------------------------------------------------------------
+
+_KO_LIMIT_RE = re.compile(
+    r"(?:(?P<case>[가-힣A-Za-z0-9·]+(?:\s[가-힣A-Za-z0-9·]+){0,3})의\s경우[,]?\s+)?"
+    r"(?P<subject>[가-힣A-Za-z0-9·]+(?:\s[가-힣A-Za-z0-9·]+){0,3}?)(?:은|는|이|가)\s+"
+    r"(?P<value>(?:[가-힣]+\s)?\d[\d,.]*\s?(?:%|[가-힣]{1,3}|[A-Za-z/]{1,5})?\s?(?P<op>이하|이상|초과|미만))"
+)
+_KO_NOT_SUBJECT = frozenset("이 그 저 또는 및 등 것 수 때 경우 다만 단 위 아래 다음".split())
+
+
+@rule("generate.requirement.limit_ko", "generate", "a Korean sentence with a limit (… 이하/이상/초과/미만, "
+      "'A의 경우 B는 … 이하')", "numeric")
+def korean_limit_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """'{문서}에서 A의 경우 B의 기준은 무엇인가요?' -> '… 이하'."""
+    place = where(view)
+    if view.language != "ko" or not place:
+        return
+    for block in _blocks(view.markdown):
+        if block.startswith("|"):
+            continue
+        for found in _KO_LIMIT_RE.finditer(block):
+            subject = found.group("subject").strip()
+            case = (found.group("case") or "").strip()
+            if subject.split()[0] in _KO_NOT_SUBJECT or subject.split()[-1] in _KO_NOT_SUBJECT or len(subject) < 2:
+                continue
+            prefix = f"{case}의 경우 " if case else ""
+            question = f"{place}에 따르면 {prefix}{subject}의 기준은 무엇인가요?"
+            answer = _verbatim(found.group("value"), view.markdown)
+            if answer:
+                yield Candidate(question, answer, "numeric", "text")
+
+
+PROVISION_SOURCES = (value_candidates, requirement_candidates, definition_candidates, korean_limit_candidates)
+"""Asked first of a regulation's or protocol's chunk, before the prose and table sources."""
+
+__all__ = ["PROVISION_SOURCES", "Unit", "josa", "provision_units"]

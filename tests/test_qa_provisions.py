@@ -1,0 +1,138 @@
+"""The generator's provision, Korean-limit, table-structure and budget rules, each by its registry name."""
+
+from __future__ import annotations
+
+from tasks.qa.registry import RULES, load_all
+from tasks.qa.rules import ChunkView, Handle, parse_table
+from tasks.qa.rules.provisions import provision_units
+
+load_all()
+
+FMVSS = Handle(title="FMVSS No. 216", kind="standard")
+R95 = Handle(title="UN Regulation No. 95", kind="standard")
+
+
+def view(markdown: str, handle: Handle = FMVSS, language: str = "en", title: str = "T", **extra) -> ChunkView:
+    return ChunkView(title=title, language=language, markdown=markdown, handle=handle, **extra)
+
+
+def made(name: str, v: ChunkView) -> list[tuple[str, str]]:
+    return [(c.question, c.answer) for c in RULES[name].check(v)]
+
+
+PROCEDURE = (
+    "# Test procedure\n\n"
+    "S7.2 Orient the test device as shown in Figure 1, so that—\n\n"
+    "(a) Its longitudinal axis is at a forward angle (in side view) of 5 degrees below the horizontal;\n\n"
+    "(b) Its transverse axis is at an outboard angle, in the front view projection, of 25 degrees below the horizontal.\n\n"
+    "S7.5 Apply force so that the test device moves at a rate of not more than 13 millimeters per second until it "
+    "reaches 1,500 mm.\n"
+)
+
+
+def test_value_rule_names_paragraph_item_and_document_and_answers_the_qualified_value():
+    pairs = made("generate.provision.value", view(PROCEDURE))
+    assert ("What forward angle does paragraph S7.2(a) of FMVSS No. 216 specify?", "5 degrees") in pairs
+    assert ("What outboard angle does paragraph S7.2(b) of FMVSS No. 216 specify?", "25 degrees") in pairs
+    assert ("What rate does paragraph S7.5 of FMVSS No. 216 specify?", "not more than 13 millimeters per second") in pairs
+    assert all(a in PROCEDURE for _, a in pairs)  # verbatim spans
+    assert made("generate.provision.value", view(PROCEDURE, handle=Handle())) == []  # never without a handle
+
+
+def test_value_rule_skips_two_values_of_one_kind_it_cannot_tell_apart_and_bare_tolerances():
+    text = "# Mass\n\n4.3.2. The mass of the vehicle shall be 1,200 kg or 1,400 kg, measured to ± 1 per cent.\n"
+    pairs = made("generate.provision.value", view(text, R95))
+    assert not any("mass" in q for q, _ in pairs)
+    assert not any(a.startswith("±") for _, a in pairs)
+
+
+def test_requirement_and_definition_rules_on_titled_and_quoted_paragraphs():
+    text = ("# Annex 5 Mobile deformable barrier\n\n5.3.7.3. REESS retention\n\n"
+            "REESS located inside the passenger compartment shall remain in the location in which they are installed.\n\n"
+            '2.1. "Vehicle type" means a category of power-driven vehicles which do not differ in essential respects.\n')
+    v = view(text, R95, title="Annex 5 Mobile deformable barrier")
+    assert made("generate.provision.requirement", v) == [(
+        "What does paragraph 5.3.7.3 (REESS retention) of Annex 5 to UN Regulation No. 95 require?",
+        "REESS located inside the passenger compartment shall remain in the location in which they are installed.")]
+    question, answer = made("generate.provision.definition", v)[0]
+    assert question == 'According to paragraph 2.1 of Annex 5 to UN Regulation No. 95, what does "Vehicle type" mean?'
+    assert answer.startswith('"Vehicle type" means a category')
+
+
+def test_korean_limits_name_the_case_and_subject():
+    handle = Handle(title="차량 안전 기준", kind="document", section="좌석 안전띠")
+    text = "# 좌석 안전띠\n\n승용차의 경우 안전띠 하중은 15 kN 이하로 한다. 그 값은 5 이상이다.\n"
+    pairs = made("generate.requirement.limit_ko", view(text, handle, language="ko"))
+    assert pairs == [("'차량 안전 기준' 문서의 '좌석 안전띠'에 따르면 승용차의 경우 안전띠 하중의 기준은 무엇인가요?", "15 kN 이하")]
+
+
+def test_tables_without_header_zone_grids_and_list_numbers():
+    continued = "| 12.5 | 30 | 40 |\n|---|---|---|\n| 13.0 | 31 | 41 |\n"
+    assert parse_table(continued) is None  # a continued table without its header row: columns cannot be named
+    grid = "| A1 | A2 | A3 |\n|---|---|---|\n| B1 | B2 | B3 |\n| C1 |  | C3 |\n"
+    assert parse_table(grid) is None
+    listed = ("| CRS | Approval |\n|---|---|\n| 1 Maxi-Cosi Pebble 360 | R129 40cm-83cm |\n"
+              "| 2 Britax Kidfix i-Size | R129 100cm-150cm |\n")
+    table = parse_table(listed)
+    assert [label for label, _ in table.rows] == ["Maxi-Cosi Pebble 360", "Britax Kidfix i-Size"]
+
+
+def test_budget_counts_facts_and_falls_back_to_length():
+    budget = RULES["generate.budget.information"].check
+    assert budget(view(PROCEDURE)) >= 3
+    assert budget(view("# Notes\n\nThe team met and talked about plans for next year.\n")) == 0
+    from tasks.qa.budget import pairs_for
+
+    assert pairs_for(4, 1000, 70, 15) == 4
+    assert pairs_for(0, 700, 70, 15) == 10
+    assert pairs_for(40, 10, 70, 15) == 15 and pairs_for(0, 5, 70, 15) == 1
+
+
+def test_items_are_named_with_their_parents_and_signed_or_temperature_values_are_not_angles():
+    text = ("# Door\n\nS9.2.3 Door opening.\n\n(a) Any door struck by the pole shall not separate from the car.\n\n"
+            "(b) Any door that is not struck by the pole shall meet the following requirements:\n\n"
+            "(1) The door shall not disengage from the latched position; and\n\n"
+            "(2) The latch shall not separate from the striker.\n\n"
+            "S9.2.4 The samples are placed in a cabinet at -10° + 1 °C for two hours, at an angle of less than "
+            "+ 10° or - 10° with the vertical.\n")
+    units = [u.number for u in provision_units(view(text))]
+    assert units[:4] == ["S9.2.3(a)", "S9.2.3(b)", "S9.2.3(b)(1)", "S9.2.3(b)(2)"]
+    asked = made("generate.provision.requirement", view(text))
+    assert ("What does paragraph S9.2.3(b)(2) (Door opening) of FMVSS No. 216 require?",
+            "The latch shall not separate from the striker.") in asked
+    assert not any("angle" in q for q, _ in made("generate.provision.value", view(text)))
+
+
+def test_a_requirement_asked_by_two_rules_is_asked_once_and_administrative_sections_are_not_asked():
+    from tasks.qa.rules import generate
+
+    text = ("# Requirements\n\n6.2.5.1.1. The strap of a safety-belt assembly equipped with a manually unlocking "
+            "retractor shall not move more than 25 mm between locking positions of the retractor.\n")
+    answers = [c.answer for c in generate(view(text, R95), 10)]
+    assert len(answers) == len(set(a for a in answers if len(a) >= 40) | {a for a in answers if len(a) < 40})
+    transitional = ("# 10. Transitional provisions\n\n10.16. As from 5 July 2024, Contracting Parties applying this "
+                    "Regulation shall not be obliged to accept type approvals issued to the preceding series.\n")
+    assert made("generate.provision.requirement", view(transitional, R95, title="10. Transitional provisions")) == []
+
+
+def test_items_under_a_requirements_lead_in_are_requirements():
+    text = ("# Ease of use\n\n2.2.5.2 Ease of use of support legs\n\n"
+            "The vehicle meets the requirements if all of the following are met:\n\n"
+            "a) The vehicle provides sufficient space to adjust the support leg.\n")
+    handle = Handle(title="CP 008-1 Child Occupant Protection", kind="document")
+    assert made("generate.provision.requirement", view(text, handle)) == [(
+        'What does section 2.2.5.2(a) (Ease of use of support legs) of the "CP 008-1 Child Occupant Protection" '
+        "document require?", "The vehicle provides sufficient space to adjust the support leg.")]
+
+
+def test_audit_coverage_counts_pairs_per_fact_chunk():
+    from types import SimpleNamespace as NS
+
+    from tasks.qa.audit import coverage
+
+    chunks = [NS(chunk_id="a", source_path="/d/x.pdf", qa_text="# A\n\nThe speed is 50 km/h.", title="A"),
+              NS(chunk_id="b", source_path="/d/x.pdf", qa_text="# B\n\nThe mass is 950 kg.", title="B"),
+              NS(chunk_id="c", source_path="/d/x.pdf", qa_text="# Agenda\n\nWelcome.", title="Agenda")]
+    pairs = [NS(chunk_id="a", status="approved"), NS(chunk_id="a", status="pending"), NS(chunk_id="c", status="pending")]
+    (row,) = coverage(pairs, chunks)
+    assert (row.chunks, row.fact_chunks, row.with_pair, row.pairs, row.with_approved) == (3, 2, 1, 3, 1)
