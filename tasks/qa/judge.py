@@ -176,11 +176,9 @@ def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settin
 
 
 def band_of(row: dict) -> str:
-    """The band a pair's auto-approval is decided per: the generator rule family (``generator_rule``'s family when the
-    pair names one, else its question type). ``row``: a labelled row or ``QaPairRow.model_dump()``."""
-    named = str(row.get("generator_rule") or "")
-    if named.startswith("generate."):
-        return ".".join(named.split(".")[:2])
+    """The band a pair's auto-approval is decided per: its question type, the generator rule family a stored pair
+    carries (``qa_pairs`` has no generator-rule column, so calibration and the judge both use this). ``row``: a
+    labelled row, or a pair's ``{"question_type": ...}``."""
     return str(row.get("question_type") or "unknown")
 
 
@@ -228,8 +226,7 @@ def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, st
         update |= {f"critic_{c}": s for c, s in scores.scores().items()}
         update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
     approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
-    below = offline_precision_short(provider, settings, band_of(
-        {"question_type": pair.question_type, "generator_rule": getattr(pair, "generator_rule", None)}))
+    below = offline_precision_short(provider, settings, band_of({"question_type": pair.question_type}))
     if approved and below:
         approved = False
         update["critic_reasons"] = [*update.get("critic_reasons", []), below]

@@ -159,6 +159,11 @@ def foreign_number(ctx: PairContext) -> list[Signal]:
 # --- grammar that holds for any frame ----------------------------------------------------------------------
 
 _DANGLING_END_RE = re.compile(r"(?:\s[-–—:/,]|\b(?:of|for|to|in|on|with|by|and|or|the|a|an))\s*\?\s*$", re.IGNORECASE)
+_PHRASAL_END_RE = re.compile(r"\b(?:stand|stands|used|responsible|known|made|composed|consist|consists|account|accounts|look|ask|"
+                             r"apply|applies|refer|refers|belong|belongs|compared|equal|subject|based|depend|depends|rely|"
+                             r"relies|designed|intended|required|suitable|eligible|aimed|looking|waiting|paid|called)\s+"
+                             r"(?:for|of|to|on|in|with|by)\s*\?\s*$", re.IGNORECASE)
+"""A verb or adjective with its preposition ('What does IHEP stand for?'): a complete question."""
 _CAPITAL_ARTICLE_RE = re.compile(r"\b(?:is|are|was|were|of|for|in)\s+(?:The|A|An)\s+[a-z]")
 
 
@@ -169,7 +174,8 @@ def dangling_subject(ctx: PairContext) -> list[Signal]:
     """A label pasted into a frame with its separator or without its head."""
     if ctx.language != "en":
         return []
-    found = _DANGLING_END_RE.search(ctx.question) or _CAPITAL_ARTICLE_RE.search(ctx.question)
+    found = (None if _PHRASAL_END_RE.search(ctx.question) else _DANGLING_END_RE.search(ctx.question)) \
+        or _CAPITAL_ARTICLE_RE.search(ctx.question)
     return [Signal("well_formed", 2, f"the subject is cut or pasted with its separator ('{found.group(0).strip()}')")] \
         if found else []
 
@@ -185,12 +191,13 @@ _EXTREME_RE = re.compile(r"\b(?:highest|lowest|largest|smallest|greatest|maximum
       "(the pair and its twin count once)", "useful")
 def value_twin(ctx: PairContext) -> list[Signal]:
     """'what is the mass for Thorax' beside 'which part has the highest mass? Thorax'."""
-    if _EXTREME_RE.search(ctx.question):
+    if _EXTREME_RE.search(_QUOTED_RE.sub(" ", ctx.question)):  # a quoted chart title may say 'Highest'
         return []
     q = _norm(ctx.question)
     for question, answer in ctx.siblings:
         row = _norm(answer)
-        if _EXTREME_RE.search(question) and len(row) >= 2 and _contains(q, row) and not _contains(row, _norm(ctx.answer)):
+        if (_EXTREME_RE.search(_QUOTED_RE.sub(" ", question)) and len(row) >= 2 and _contains(q, row)
+                and not _contains(row, _norm(ctx.answer))):
             return [Signal("useful", 2, f"the value twin of '{question[:60]}'")]
     return []
 
@@ -247,6 +254,85 @@ def annex_paragraph(ctx: PairContext) -> list[Signal]:
     return []
 
 
+# --- the answer's value against the question's quantity ---------------------------------------------------------
+
+_KIND_UNITS = {
+    "angle": r"°|º|deg(?:ree)?s?", "distance": r"mm|cm|m|km|in(?:ch(?:es)?)?|ft", "length": r"mm|cm|m|in(?:ch(?:es)?)?",
+    "height": r"mm|cm|m|in(?:ch(?:es)?)?", "width": r"mm|cm|m|in(?:ch(?:es)?)?", "radius": r"mm|cm|m",
+    "diameter": r"mm|cm|m|in(?:ch(?:es)?)?", "mass": r"kg|g|t|lb|pounds?", "weight": r"kg|g|t|lb|pounds?|N|kN|daN",
+    "speed": r"km/h|kph|mph|m/s", "velocity": r"km/h|kph|mph|m/s", "time": r"ms|s|sec(?:onds?)?|min(?:utes?)?|h|hours?|days?",
+    "duration": r"ms|s|sec(?:onds?)?|min(?:utes?)?|h|hours?", "pressure": r"k?Pa|MPa|bar|psi",
+    "force": r"N|kN|daN|lbf|lb", "load": r"N|kN|daN|lbf|lb|kg", "temperature": r"°\s?C|ºC|°\s?F|K",
+    "percentage": r"%|per\s?cent|percent",
+}
+_ANY_UNIT_RE = re.compile(r"\d\s*(%|per\s?cent|percent|°\s?C|ºC|°|º|degrees?|mm|cm|km/h|kph|mph|m/s|km|m|kg|lb|g|ms|s|"
+                          r"seconds?|minutes?|hours?|kPa|MPa|Pa|bar|psi|kN|daN|N)(?![\w/])", re.IGNORECASE)
+_ASKED_KIND_RE = re.compile(r"^\s*what\s+(?:is\s+the\s+|was\s+the\s+)?(?:\w+\s+)?(" + "|".join(_KIND_UNITS) + r")\b",
+                            re.IGNORECASE)
+
+
+@rule("critic.answer.unit_kind", "critic", "the quantity a 'what <angle/distance/mass/...>' question asks and the answer's unit",
+      "the answer's value carries a unit of another kind ('what distance' answered '20 percent')", "grounded")
+def unit_kind(ctx: PairContext) -> list[Signal]:
+    """The answer is not a value of the quantity asked."""
+    asked = _ASKED_KIND_RE.match(ctx.question)
+    units = [u for u in _ANY_UNIT_RE.findall(ctx.answer)]
+    if not asked or not units:
+        return []
+    kind = asked.group(1).casefold()
+    if any(re.fullmatch(_KIND_UNITS[kind], u.strip(), re.IGNORECASE) for u in units):
+        return []
+    return [Signal("grounded", 2, f"asks a {kind} but the answer is in '{units[0]}'")]
+
+
+def _block_of(markdown: str, at: int) -> str:
+    """The paragraph (text between blank lines) of the chunk around position ``at``."""
+    start = markdown.rfind("\n\n", 0, at)
+    end = markdown.find("\n\n", at)
+    return markdown[start + 1 if start >= 0 else 0:end if end >= 0 else len(markdown)]
+
+
+@rule("critic.answer.several_values", "critic", "the value answered from a prose paragraph (no table or list)",
+      "the paragraph gives two or more values in the answer's unit and the question shares no word with the words "
+      "before the answer: which value is meant is not said", "grounded")
+def several_values(ctx: PairContext) -> list[Signal]:
+    """'What angle does section 3.5 specify?' where the section gives a roll and a pitch angle."""
+    found = _ANY_UNIT_RE.search(ctx.answer)
+    if not found or len(ctx.answer.split()) > 6 or ctx.target_modality != "text":
+        return []
+    value = re.search(r"\d+(?:[.,]\d+)?", ctx.answer).group(0)
+    at = ctx.chunk_markdown.find(value)
+    if at < 0:
+        return []
+    block = _block_of(ctx.chunk_markdown, at)
+    if re.search(r"(?m)^\s*(?:\||[-*•]\s)", block):  # a table or a bullet list: its rows name their values
+        return []
+    unit = found.group(1).casefold()
+    block = re.sub(r"(?:±|\+/-)\s*\d+(?:[.,]\d+)?", " ", block)  # a tolerance is not another value
+    block = re.sub(r"(\d+(?:[.,]\d+)?)\s*\S{0,8}\s*(?:to|and|-|–)\s*\d+(?:[.,]\d+)?", r"\1", block)  # nor a range's end
+    with_unit = r"\d+(?:[.,]\d+)?(?=\s*" + re.escape(unit) + r"(?![\w/]))"
+    values = {m.group(0) for m in re.finditer(with_unit, block, re.IGNORECASE)}
+    before = set(_norm(ctx.chunk_markdown[max(0, at - 60):at]).split()[-4:])
+    asked = set(_norm(_QUOTED_RE.sub(" ", ctx.question)).split())
+    if len(values) >= 2 and not (before & asked - _STOP):
+        return [Signal("grounded", 2, f"the passage gives {len(values)} values in {unit}: which one is asked is not said")]
+    return []
+
+
+_STOP = frozenset("the a an of to in on at by for with and or is are was were what which does do did specify specifies "
+                  "according paragraph section document".split())
+_LEAD_IN_RE = re.compile(r"(?:the\s+following(?:\s+\w+){0,2}|as\s+follows|below)\s*[.:]?\s*$", re.IGNORECASE)
+
+
+@rule("critic.answer.lead_in", "critic", "the answer",
+      "the answer ends by announcing what follows ('... under the following conditions.', 'as follows:'): the content is "
+      "not in it", "useful")
+def lead_in(ctx: PairContext) -> list[Signal]:
+    """An answer that is only the lead-in of a list or of sub-paragraphs."""
+    return [Signal("useful", 2, "the answer is a lead-in: what it announces is not in it")] \
+        if _LEAD_IN_RE.search(ctx.answer.strip()) else []
+
+
 SPAN_RULES = (cell_mismatch, value_header, numbered_label, foreign_number, dangling_subject, value_twin, constant_column,
-              truncated_handle, conflicting_standard, annex_paragraph)
+              truncated_handle, conflicting_standard, annex_paragraph, unit_kind, several_values, lead_in)
 """The rules of this module, in the order their reasons are listed."""
