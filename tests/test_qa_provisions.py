@@ -136,3 +136,67 @@ def test_audit_coverage_counts_pairs_per_fact_chunk():
     pairs = [NS(chunk_id="a", status="approved"), NS(chunk_id="a", status="pending"), NS(chunk_id="c", status="pending")]
     (row,) = coverage(pairs, chunks)
     assert (row.chunks, row.fact_chunks, row.with_pair, row.pairs, row.with_approved) == (3, 2, 1, 3, 1)
+
+
+def test_roman_items_nest_under_letters_and_a_letter_i_after_h_is_a_letter():
+    text = ("# X\n\nS5.1 Limits.\n\n(a) The first item shall be met.\n\n(i) The first sub-item shall be met.\n\n"
+            "(ii) The second sub-item shall be met.\n\n(h) Item h shall be met.\n\n(i) Item i shall be met.\n")
+    assert [u.number for u in provision_units(view(text))] == ["S5.1(a)", "S5.1(a)(i)", "S5.1(a)(ii)", "S5.1(h)", "S5.1(i)"]
+
+
+def test_negated_garbled_and_word_written_values_are_not_asked_and_still_count():
+    text = ("# Anchorages\n\n3.3. The upper anchorage must not be displaced by more than 0.2 mm when a load is applied.\n\n"
+            "7.4.1.5.1. The strap shall be kept immersed in water at a temperature of 20 + 5 °C.\n\n"
+            "7.6.3.1. For a period of five hours, the dust shall be agitated every 20 minutes.\n")
+    pairs = made("generate.provision.value", view(text, R95))
+    assert ("What distance does paragraph 3.3 of UN Regulation No. 95 specify?", "more than 0.2 mm") not in pairs
+    assert not any("20 + 5" in a for _, a in pairs)  # ± read as +: not grounded as written
+    assert not any(a == "20 minutes" for _, a in pairs)  # "five hours" is a second duration of the paragraph
+
+
+def test_lead_ins_and_definitions_are_not_asked_as_requirements():
+    lead = "# MDB\n\nS7.1 MDB test with SID. For vehicles manufactured before 2010, the following requirements must be met.\n"
+    assert made("generate.provision.requirement", view(lead)) == []
+    definitions = ("# 2. Definitions\n\n2.26. Enclosed buckle-release button\n\nA buckle-release button such that it must "
+                   "not be possible to release the buckle using a sphere having a diameter of 40 mm.\n")
+    assert made("generate.provision.requirement", view(definitions, R95, title="2. Definitions")) == []
+
+
+def test_a_truncated_heading_is_no_section_handle():
+    from schemas.chunks import ChunkRow
+    from tasks.qa.generate import chunk_handle
+
+    chunk = ChunkRow.model_construct(title="§ 571.216 Standard No. 216; Roof crush resistance; Applicable unless a vehicle is…",
+                                     heading_path=["§ 571.216 Standard No. 216; Roof crush resistance; Applicable unless a vehicle is…"],
+                                     source_path="/d/fmvss.pdf", slide=None)
+    assert chunk_handle(chunk, Handle(title="FMVSS No. 216", kind="standard")).section == ""
+
+
+def test_results_tables_ask_the_tests_own_stage_first_and_measured_against_limit():
+    from tasks.qa.rules.tables import _table_candidates
+
+    md = ("| Metric | P1 | P2 | Limit |\n|---|---|---|---|\n| HIC15 | 520.4 | 412.6 | 700 |\n"
+          "| Chest deflection (mm) | 38.1 | 31.4 | 42 |\n| Femur load (kN) | 4.9 | 3.9 | 10 |\n")
+    handle = Handle(test_name="FO-2024-017 ODB 64 km/h", stage="Prototype P2", kind="report")
+    v = view(f"# Results\n\n{md}", handle, tables=[("t1", md)])
+    made_pairs = [(c.question, c.answer) for c in _table_candidates(v)]
+    assert made_pairs[0] == ("In the FO-2024-017 ODB 64 km/h test (Prototype P2), what HIC15 was recorded for P2?", "412.6")
+    assert ("Did the P2 chest deflection (mm) of 31.4 stay within the limit of 42 in the FO-2024-017 ODB 64 km/h test "
+            "(Prototype P2)?", "Yes: 31.4 vs. limit 42") in made_pairs
+
+
+def test_headline_facts_ranges_and_item_requirements():
+    text = ("# § 571.216a Standard No. 216a\n\nS1. Scope. This standard establishes strength requirements for the "
+            "passenger compartment roof.\n\nS2. Purpose. The purpose of this standard is to reduce deaths and injuries "
+            "due to the crushing of the roof into the occupant compartment in rollover crashes.\n\n"
+            "S5.1 The load limiter caps the belt force at a level between 3 and 6 kN, never at 2.2 and 2.7 kN.\n")
+    handle = Handle(title="FMVSS No. 216a", kind="standard")
+    assert made("generate.provision.headline", view(text, handle)) == [
+        ("What is the scope of FMVSS No. 216a?", "This standard establishes strength requirements for the passenger "
+                                                  "compartment roof."),
+        ("What is the purpose of FMVSS No. 216a?", "The purpose of this standard is to reduce deaths and injuries due to "
+                                                    "the crushing of the roof into the occupant compartment in rollover crashes.")]
+    assert made("generate.provision.value", view(text, handle)) == []  # a range and a list of the same kind: ambiguous
+    ranged = "# X\n\nS5.1 The load limiter caps the belt force at a level between 3 and 6 kN.\n"
+    assert made("generate.provision.value", view(ranged, handle)) == [
+        ("What force does paragraph S5.1 of FMVSS No. 216a specify?", "between 3 and 6 kN")]

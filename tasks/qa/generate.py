@@ -153,7 +153,8 @@ def chunk_handle(chunk: ChunkRow, document: rules.Handle | None) -> rules.Handle
     base = document or rules.Handle()
     heading = handles.clean_name(rules.strip_numbering(chunk.heading_path[-1] if chunk.heading_path else chunk.title))
     file_name = Path(chunk.source_path).name
-    usable = rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading)
+    truncated = heading.endswith(("…", "..."))  # a heading cut by the chunker is no name ("... Applicable unless a vehicle is…")
+    usable = rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading) and not truncated
     section = heading if usable and not handles.is_running_head(heading, set(base.running_heads)) else ""
     kind = "slide" if chunk.slide is not None else "section"
     title = base.title

@@ -4,11 +4,13 @@ Every question names what users know the document by (the test of a report, the 
 meeting or book, the chapter or slide heading), never the file name or "Slide N". Every answer
 is a complete span of the chunk: a measured value, a decision, a definition sentence, a reason.
 
-Sources, in the order they are mixed: table results (a named row's value for a named column,
-the highest row of a numeric column, measured values against a limit column), chart results (a
-named series' peak and its value), key-value facts (question frames per key), measurements and
-changes stated in text, definitions of real terms, real "why" questions, the first step of a
-named procedure, and the title printed on a picture whose OCR text reads as words. Reference
+Sources, in the order they are mixed: requirement and condition sentences (``requirements.py``),
+numbered provisions' values, requirements and definitions and Korean limits (``provisions.py``),
+table results (a named row's value for a named column, the highest row of a numeric column,
+measured values against a limit column), chart results (a named series' peak and its value),
+key-value facts (question frames per key), measurements and changes stated in text, definitions of
+real terms, real "why" questions, the first step of a named procedure, and the title printed on a
+picture whose OCR text reads as words. Reference
 lists, tables of contents and boilerplate sections give no questions; when no well-formed
 question can be made from a fact, the fact is skipped.
 """

@@ -146,7 +146,7 @@ class _Items:
         last_letter = next((lab for kind, lab in reversed(self.stack) if kind == "letter"), "")
         if label.isdigit():
             kind = "digit"
-        elif label in _ROMAN and self.stack and not (label in "iv" and last_letter and ord(label) == ord(last_letter) + 1):
+        elif label in _ROMAN and self.stack and not (label in ("i", "v") and last_letter and ord(label) == ord(last_letter) + 1):
             kind = "roman"
         else:
             kind = "letter"
@@ -210,13 +210,13 @@ _UNIT_CLASSES = (
 _ANY_UNIT = "|".join(pattern for _, pattern in _UNIT_CLASSES)
 _UNIT_ALTERNATIVES = "|".join(f"(?P<{name}>{pattern})" for name, pattern in _UNIT_CLASSES)
 _AMOUNT = r"(?:[±+]\s?)?\d[\d,]*(?:\.\d+)?"
-_QUALIFIER = (r"(?:not (?:be )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|no (?:more|less|greater) than|"
-              r"at (?:least|most)|up to and including|"
+_QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|"
+              r"no (?:more|less|greater) than|at (?:least|most)|up to and including|"
               r"up to|(?:more|less|greater|lower) than|(?:a )?(?:maximum|minimum) of|within|between|from|below|above|"
               r"exceeding|under|over)")
 _VALUE_RE = re.compile(
     rf"(?:(?P<qualifier>{_QUALIFIER})\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
-    rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
+    rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*|\sand\s\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
     rf"(?![/\w])(?P<upper>\s(?:and|to)\s\d[\d,.]*\s?(?:{_ANY_UNIT}))?"
     rf"(?P<tolerance>\s?(?:±|\+/-)\s?\d[\d,.]*\s?(?:{_ANY_UNIT}))?",
 )
@@ -246,27 +246,52 @@ def _not_a_value(match: re.Match, text: str) -> bool:
     before, after = text[:match.start()], text[match.end():match.end() + 14]
     if _SKIP_CONTEXT_RE.search(before) or _NOT_A_VALUE_BEFORE_RE.search(before) or match.group("amount")[:1] in "±+":
         return True
+    if " and " in match.group("amount") and match.group("qualifier") != "between":
+        return True  # "2.2 and 2.7 kN": two values listed, not a range
     if _kind(match) == "angle" and _TEMPERATURE_AFTER_RE.match(after):
         return True
     unit = match.group(0)[match.end("space") - match.start():].split()[0]
     return not match.group("space") and len(re.sub(r"\W", "", unit)) == 1 and not match.group("qualifier")
 
 
-def _values(text: str) -> list[tuple[str, str, str]]:
-    """(quantity noun or '', unit class, value span) for each value with a unit in ``text``."""
+_WORD_VALUE_RE = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
+    r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
+    re.IGNORECASE)
+_GARBLED_RE = re.compile(r"\d\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[a-z]{3,}\d{1,2}\b")
+"""An extraction artefact in an answer: "20 + 5 °C" (± read as +), "kN/mP2P" (a superscript), "vehicles10" (a footnote
+mark glued to a word)."""
+_NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
+
+
+def garbled(answer: str) -> bool:
+    """True when the answer carries an extraction artefact (``_GARBLED_RE``): it would not be grounded as written."""
+    return bool(_GARBLED_RE.search(answer))
+
+
+def _values(text: str) -> list[tuple[str, str, str, bool]]:
+    """(quantity noun or '', unit class, value span, askable) for each value with a unit in ``text``. Values that
+    cannot be asked (a listed, signed or tolerance-only number, a garbled or negated one, a value written in words)
+    are kept, not askable, so that a question never treats the other value of their kind as the only one."""
     out = []
     for match in _VALUE_RE.finditer(text):
-        if _not_a_value(match, text):
+        span = match.group(0).strip(" ,;")
+        if _SKIP_CONTEXT_RE.search(text[:match.start()]):
             continue
-        noun = _NOUN_RE.search(text[max(0, match.start() - 80):match.start()])
-        out.append((noun.group("noun") if noun else "", _kind(match), match.group(0).strip(" ,;")))
+        before = text[max(0, match.start() - 80):match.start()]
+        negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
+        askable = not (_not_a_value(match, text) or garbled(span) or negated)
+        noun = _NOUN_RE.search(before)
+        out.append((noun.group("noun") if noun else "", _kind(match), span, askable))
+    for match in _WORD_VALUE_RE.finditer(text):
+        out.append(("", "time" if match.group("time") else "distance", match.group(0), False))
     return out
 
 
 def prose_values(markdown: str) -> list[str]:
     """Every value with a unit in the chunk's prose (tables, pictures and quotes left out)."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
-    return [span for _, _, span in _values(text)]
+    return [span for _, _, span, askable in _values(text) if askable]
 
 
 def _verbatim(answer: str, markdown: str) -> str:
@@ -291,7 +316,9 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
         values = _values(text)
-        for noun, kind, span in values:
+        for noun, kind, span, askable in values:
+            if not askable:
+                continue
             same = [v for v in values if v[1] == kind]
             if len(same) > 1 and (not noun or sum(v[0] == noun for v in same) > 1):
                 continue  # two values of one kind, not told apart by their nouns: the answer would be ambiguous
@@ -321,18 +348,30 @@ def requirement_candidates(view: ChunkView) -> Iterator[Candidate]:
     """'What does paragraph 5.3.7.3 (REESS retention) of UN Regulation No. 95 require?' -> its first sentence."""
     if view.language != "en" or not doc_phrase(view):
         return
+    if _DEFINITIONS_RE.search(" ".join([view.title, *view.heading_path])):
+        return  # a definition's "must" ("such that it must not be possible ...") is no requirement of the paragraph
     asked: set[str] = set()
     for unit in provision_units(view):
-        sentence = _first_sentence(unit.text)
-        named = unit.title or "." in unit.number and "(" not in unit.number  # "5.3.8" names a paragraph alone
-        if not named or unit.number in asked or not sentence or len(sentence) > MAX_SENTENCE_CHARS or administrative(view, unit):
-            continue
-        if not sentence[:1].isupper() or not (_REQUIREMENT_RE.search(sentence) or unit.criterion) or _OPENER_RE.match(sentence):
-            continue
-        answer = _verbatim(sentence, view.markdown)
+        sentence = _requirement_sentence(view, unit)
+        answer = _verbatim(sentence, view.markdown) if sentence and unit.number not in asked else ""
         if answer:
             asked.add(unit.number)
             yield Candidate(f"What does {_reference(view, unit)} require?", answer, "factual", "text")
+
+
+_DEFINITIONS_RE = re.compile(r"\bdefinitions?\b", re.IGNORECASE)
+_LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows)\b|:$")
+
+
+def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
+    """The unit's first sentence when it is a complete requirement a question can stand on, else ''."""
+    sentence = _first_sentence(unit.text)
+    named = unit.title or "." in unit.number  # "5.3.8" or "2.2.3.2(a)" names a paragraph alone
+    if not named or not sentence or len(sentence) > MAX_SENTENCE_CHARS or administrative(view, unit):
+        return ""
+    if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
+        return ""  # a continuation, a lead-in to a list ("the following requirements must be met."), or garbled
+    return sentence if _REQUIREMENT_RE.search(sentence) or unit.criterion else ""
 
 
 _QUOTED_DEFINITION_RE = re.compile(r'^[“"](?P<term>[^”"]{2,70})[”"],?\s+(?:means|shall mean|is|refers to)\s+(?P<rest>.{10,})$')
@@ -389,7 +428,31 @@ def korean_limit_candidates(view: ChunkView) -> Iterator[Candidate]:
                 yield Candidate(question, answer, "numeric", "text")
 
 
-PROVISION_SOURCES = (value_candidates, requirement_candidates, definition_candidates, korean_limit_candidates)
+_HEADLINE_TITLES = {"scope": "scope", "purpose": "purpose", "application": "application"}
+
+
+@rule("generate.provision.headline", "generate", "the Scope, Purpose or Application paragraph of a regulation or "
+      "protocol ('S2. Purpose. The purpose of this standard is ...')", "factual")
+def headline_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """A document's headline facts: 'What is the purpose of FMVSS No. 216a?' -> the Purpose paragraph's first sentence."""
+    doc = doc_phrase(view)
+    if view.language != "en" or not doc:
+        return
+    for unit in provision_units(view):
+        kind = _HEADLINE_TITLES.get(unit.title.lower())
+        sentence = _first_sentence(unit.text)
+        top_level = re.fullmatch(r"S?\d+", unit.number) and not _annex(view)  # an annex's "Purpose" is its test's
+        if not kind or not top_level or not sentence or len(sentence) > MAX_SENTENCE_CHARS or garbled(sentence):
+            continue
+        answer = _verbatim(sentence, view.markdown)
+        if answer and not _LEAD_IN_SENTENCE_RE.search(answer):
+            question = f"To what does {doc} apply?" if kind == "application" else f"What is the {kind} of {doc}?"
+            yield Candidate(question, answer, "factual", "text")
+
+
+PROVISION_SOURCES = (
+    headline_candidates, value_candidates, requirement_candidates, definition_candidates, korean_limit_candidates,
+)
 """Asked first of a regulation's or protocol's chunk, before the prose and table sources."""
 
 __all__ = ["PROVISION_SOURCES", "Unit", "josa", "provision_units"]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from tasks.qa.handles import clean_name
 from tasks.qa.registry import rule
+from tasks.qa.rules.provisions import _GARBLED_RE
 from tasks.qa.rules.text import Candidate, ChunkView, _lower_first, doc_phrase, paragraphs, sentences, where
 
 _NUMBER = r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|°|[a-zA-Zµ/²]{1,6}\b)?"
@@ -111,7 +112,9 @@ def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
         place = _place(view, _paragraph_number(view.markdown, sentence))
         phrase = clean_name(_lower_first(subject, view.markdown))
         question = f"According to {place}, what limit applies to {phrase}{' ' + condition if condition else ''}?"
-        yield Candidate(question[:1].upper() + question[1:], sentence if condition else clause, "numeric", "text")
+        answer = sentence if condition else clause
+        if not _GARBLED_RE.search(answer):  # "20 + 5 °C" (± read as +), "kN/mP2P", "vehicles10": not grounded as written
+            yield Candidate(question[:1].upper() + question[1:], answer, "numeric", "text")
 
 
 _TEST_CONDITION_RE = re.compile(

@@ -147,6 +147,12 @@ class _TableContext:
     doc: str
     context: str
     language: str
+    stage: str = ""
+    """The test's own stage (a report header's "Prototype P2"): its column is asked first."""
+
+
+_CODE_RE = re.compile(r"^[A-Z]{1,4}\d{1,3}[a-z]?$")
+"""A column named by a code ("P2", "DV1"): no article before it."""
 
 
 def _numeric_column(table: Table, col: int) -> bool:
@@ -161,7 +167,7 @@ def _cell_question(table: Table, col: int, label: str, ctx: _TableContext) -> st
     row, column = _row_phrase(label, ctx.context), _column_phrase(name, ctx.context)
     if is_metric_table(table) and _numeric_column(table, col) and not _LIMIT_RE.search(name):
         verb = group.lower() if group.lower().endswith("ed") else "recorded"
-        subject = column if column[:1].isdigit() else f"the {column}"
+        subject = column if column[:1].isdigit() or _CODE_RE.match(column) else f"the {column}"
         return f"In {ctx.doc}, what {row} was {verb} for {subject}?"
     quoted = f'"{label.rstrip(".")}"' if len(label.split()) > 4 else row
     return f"In {ctx.doc}, what is the {column} for {quoted}?"
@@ -206,9 +212,24 @@ def limit_column(table: Table) -> int | None:
     return limits[0] if len(limits) == 1 else None
 
 
+def stage_column(table: Table, stage: str) -> int | None:
+    """The one column named by the test's own stage ("P2" or "Prototype P2" for stage "Prototype P2"), or None."""
+    words = {w.casefold() for w in re.findall(r"[^\W_]+", stage)}
+    found = [i for i, name in enumerate(table.columns)
+             if name and {w.casefold() for w in re.findall(r"[^\W_]+", name)} <= words and re.search(r"\d", name)]
+    return found[0] if len(found) == 1 and words else None
+
+
+def _columns(table: Table, ctx: _TableContext) -> list[int]:
+    """The data columns, the test's own stage column first (a results table's P2 column before P1's)."""
+    columns = data_columns(table)
+    own = stage_column(table, ctx.stage) if ctx.stage else None
+    return sorted(columns, key=lambda i: i != own)
+
+
 def _table_cells(table: Table, ctx: _TableContext, skip: frozenset[tuple[int, str]] = frozenset()) -> Iterator[Candidate]:
     """One lookup per cell (row x column), except the cells in ``skip`` (column index, row label)."""
-    for col in data_columns(table):
+    for col in _columns(table, ctx):
         for label, cells in table.rows:
             value = cells[col] if col < len(cells) else ""
             if (col, label) in skip or not _cell_ok(value, label):
@@ -224,7 +245,7 @@ def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
     limit = limit_column(table)
     if limit is None or not is_metric_table(table) or ctx.language != "en":
         return
-    for col in [c for c in data_columns(table) if c != limit and _numeric_column(table, c)][:1]:
+    for col in [c for c in _columns(table, ctx) if c != limit and _numeric_column(table, c)][:1]:
         ratios = []
         for label, cells in table.rows:
             measured = parse_number(cells[col]) if col < len(cells) else None
@@ -329,7 +350,7 @@ def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
             doc_with_table = f"{doc}의 '{caption}' 표" if caption else doc
         else:
             doc_with_table = f"{caption} of {doc}" if caption else doc
-        ctx = _TableContext(element_id, doc_with_table, view.markdown, view.language)
+        ctx = _TableContext(element_id, doc_with_table, view.markdown, view.language, view.handle.stage)
         # the highest row's own value is the "which is highest" question's twin (the rubric counts it once)
         cells = list(_table_cells(table, ctx, skip=frozenset(_highest_rows(table))))[:MAX_CELLS_PER_TABLE]
         extra = list(_limit_checks(table, ctx)) + list(_table_highest(table, ctx))
