@@ -257,18 +257,18 @@ def annex_paragraph(ctx: PairContext) -> list[Signal]:
 # --- the answer's value against the question's quantity ---------------------------------------------------------
 
 _KIND_UNITS = {
-    "angle": r"°|º|deg(?:ree)?s?", "distance": r"mm|cm|m|km|in(?:ch(?:es)?)?|ft", "length": r"mm|cm|m|in(?:ch(?:es)?)?",
-    "height": r"mm|cm|m|in(?:ch(?:es)?)?", "width": r"mm|cm|m|in(?:ch(?:es)?)?", "radius": r"mm|cm|m",
+    "angle": r"°|º|deg(?:ree)?s?", "distance": r"mm|cm|m|km|in(?:ch(?:es)?)?|ft", "height": r"mm|cm|m|in(?:ch(?:es)?)?",
+    "width": r"mm|cm|m|in(?:ch(?:es)?)?", "radius": r"mm|cm|m",
     "diameter": r"mm|cm|m|in(?:ch(?:es)?)?", "mass": r"kg|g|t|lb|pounds?", "weight": r"kg|g|t|lb|pounds?|N|kN|daN",
     "speed": r"km/h|kph|mph|m/s", "velocity": r"km/h|kph|mph|m/s", "time": r"ms|s|sec(?:onds?)?|min(?:utes?)?|h|hours?|days?",
     "duration": r"ms|s|sec(?:onds?)?|min(?:utes?)?|h|hours?", "pressure": r"k?Pa|MPa|bar|psi",
-    "force": r"N|kN|daN|lbf|lb", "load": r"N|kN|daN|lbf|lb|kg", "temperature": r"°\s?C|ºC|°\s?F|K",
+    "force": r"N|kN|daN|lbf|lb", "load": r"N|kN|daN|lbf|lb|kg", "temperature": r"°\s?C|ºC|°\s?F|K|degrees?\s?[CF]",
     "percentage": r"%|per\s?cent|percent",
 }
-_ANY_UNIT_RE = re.compile(r"\d\s*(%|per\s?cent|percent|°\s?C|ºC|°|º|degrees?|mm|cm|km/h|kph|mph|m/s|km|m|kg|lb|g|ms|s|"
-                          r"seconds?|minutes?|hours?|kPa|MPa|Pa|bar|psi|kN|daN|N)(?![\w/])", re.IGNORECASE)
-_ASKED_KIND_RE = re.compile(r"^\s*what\s+(?:is\s+the\s+|was\s+the\s+)?(?:\w+\s+)?(" + "|".join(_KIND_UNITS) + r")\b",
-                            re.IGNORECASE)
+_ANY_UNIT_RE = re.compile(r"\d\s*(%|per\s?cent|percent|°\s?C|ºC|degrees?\s?[CF]\b|°|º|degrees?|mm|cm|km/h|kph|mph|m/s|km|m|"
+                          r"kg|lb|g|ms|s|seconds?|minutes?|hours?|kPa|MPa|Pa|bar|psi|kN|daN|N)(?![\w/])", re.IGNORECASE)
+_KINDS = "|".join(_KIND_UNITS)
+_ASKED_KIND_RE = re.compile(r"^\s*what\s+(?:is\s+the\s+|was\s+the\s+)?(?:\w+\s+)?(" + _KINDS + r")\b", re.IGNORECASE)
 
 
 @rule("critic.answer.unit_kind", "critic", "the quantity a 'what <angle/distance/mass/...>' question asks and the answer's unit",
