@@ -266,6 +266,17 @@ def test_auto_approval_bands_are_chosen_on_the_other_documents():
     assert calibrate.wilson_lower(20, 20) > 0.85 > calibrate.wilson_lower(9, 10)
 
 
+def test_leave_one_family_out_holds_every_document_of_a_kind_out():
+    assert calibrate.family_of("pdf_auto_fmvss214_side_impact.pdf") == "regulations"
+    assert calibrate.family_of("meeting_notes_ko_design_review.pptx") == "Korean documents"
+    assert calibrate.family_of("textbook_vehicle_safety.pdf") == "books, papers, decks"
+    items = [calibrate.Labelled(doc, usable, {}, None, {"question_type": "factual"})
+             for doc, usable in (("pdf_auto_fmvss201.pdf", True), ("pdf_auto_unece_r16.pdf", False), ("textbook.pdf", True))]
+    got = calibrate.family_out(items)
+    assert set(got) == {"all", "regulations", "books, papers, decks"}
+    assert got["all"]["pairs"] == 3 and got["regulations"]["pairs"] == 2
+
+
 def test_a_rule_seen_only_on_the_held_out_document_is_not_judged_on_it():
     def item(doc, usable, hits):
         return calibrate.Labelled(doc, usable, hits, None, {"target_modality": "text", "question_type": "factual"})

@@ -145,6 +145,8 @@ class CriticFigures(BaseModel):
     auto_cv: dict = {}
     """Held-out scores of the auto-approval (critic approves and the pair's band was chosen on the other documents)."""
     auto_by_family: dict[str, dict] = {}
+    family_out: dict = {}
+    """Held-out scores of the critic when a whole document family is left out (``all``)."""
     bands: list[str] = []
     band_cv: dict[str, dict] = {}
     min_precision: float = 0.0
@@ -178,8 +180,17 @@ class CriticFigures(BaseModel):
         return Report("critic: document-grouped cross-validation (leave one document out)", ["documents", "verdict", *keys],
                       rows, lead=[f"{self.labelled_pairs} hand-labelled pairs over {self.documents} documents; every rule, "
                                   "threshold and band chosen without the held-out document."],
-                      notes=[f"Held-out precision of the critic's approvals per band: {bands or '-'}.",
+                      notes=[self._family_note(),
+                             f"Held-out precision of the critic's approvals per band: {bands or '-'}.",
                              f"Policy in force: {self.in_force}."])
+
+
+    def _family_note(self) -> str:
+        got = self.family_out
+        if not got:
+            return "Leave one document family out: not measured."
+        return (f"Leave one document family out: precision {_fmt(got.get('precision'))}, recall {_fmt(got.get('recall'))}, "
+                f"unusable rejected {_fmt(got.get('unusable_rejected'))}.")
 
 
 def _fmt(value) -> str:
@@ -192,6 +203,7 @@ def critic_figures(policy: dict, min_precision: float) -> CriticFigures:
     return CriticFigures(labelled_pairs=policy.get("labelled_pairs", 0), documents=policy.get("documents", 0),
                          cv=policy.get("cv") or {}, cv_by_family=policy.get("cv_by_family") or {}, auto_cv=auto.get("cv") or {},
                          auto_by_family=auto.get("cv_by_family") or {}, bands=auto.get("bands") or [],
+                         family_out=(policy.get("cv_family_out") or {}).get("all") or {},
                          band_cv=auto.get("band_cv") or {}, min_precision=min_precision)
 
 
