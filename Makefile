@@ -6,13 +6,20 @@ ROOT ?= ragprep-data
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: demo serve test test-fast test-llm bench system-deps test-deps sample-docs clean
+.PHONY: demo serve test test-fast test-llm bench system-deps test-deps sample-docs constraints clean
 
-$(VENV)/.installed: pyproject.toml
+## The venv, every dependency pinned by constraints.txt (the versions the tests ran with; the image uses it too).
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -c constraints.txt -e '.[test]'
 	touch $@
+
+## Re-pin constraints.txt to what the venv has now (after a dependency change; then run the tests).
+constraints: $(VENV)/.installed
+	{ sed -n '/^#/p' constraints.txt; $(VENV)/bin/pip freeze --all --exclude-editable | grep -v -i -E '^(ragprep|pip|setuptools)=='; } \
+	  > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 system-deps:
 	@deploy/install-system-deps.sh

@@ -103,9 +103,19 @@ def run_query(layout: Layout, query: str, version: str | None = None, uri: str |
     try:
         result = con.execute(query)
     except duckdb.Error as exc:  # DuckDB's first line names the problem (and a file); the rest is a caret diagram
-        raise CatalogError(f"query failed: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}") from exc
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise CatalogError(f"query failed: {first} (tables: {', '.join(_table_names(con)) or 'none'})") from exc
     columns = [d[0] for d in result.description] if result.description else []
     return columns, result.fetchall()
+
+
+def _table_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The tables and views a query can name (what a failed query's message lists)."""
+    try:
+        rows = con.execute("select table_name from information_schema.tables where table_schema = 'main' order by 1").fetchall()
+    except duckdb.Error:
+        return []
+    return [r[0] for r in rows]
 
 
 def _plain(value: object) -> object:

@@ -30,7 +30,10 @@ import bm25s
 import numpy as np
 
 from ragprep.engines.embedder import Embedder
+from ragprep.library_logs import quiet_library_loggers
 from ragprep.text import tokens
+
+quiet_library_loggers()  # bm25s sets its logger to DEBUG when imported
 
 MODES = ("dense", "bm25", "hybrid")
 EMPTY_TOKEN = "∅"

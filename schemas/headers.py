@@ -25,7 +25,8 @@ class HeaderRow(BaseModel):
     doc_id: str
     source_path: str
     fields: list[HeaderField]
-    missing: list[str] = Field(description="Configured fields not found.")
+    missing: list[str] = Field(
+        description="Configured fields not found (a field an expert marked \"not stated\" is empty but not missing).")
     review: list[str] = Field(
         default_factory=list, description="Fields an expert should fill in or confirm: missing or read with low confidence."
     )

@@ -58,6 +58,13 @@ class ReviewRow(Decision):
         description="The pair was auto-approved (approved, no flags) before any expert decided on it: the decision is a spot "
         "check. None when the pair was unknown at apply time (or the row predates this column).",
     )
+    chunk_base: str | None = Field(
+        None, description="Hash of the pair's chunk text without report header (markdown_v0) when the decision was applied.")
+    question_type: str | None = Field(None, description="The pair's question type when the decision was applied.")
+    pair_question: str | None = Field(None, description="The pair's generated question when the decision was applied.")
+    pair_answer: str | None = Field(
+        None, description="The pair's generated answer when the decision was applied: with chunk_base and question_type, what "
+        "carries the decision over to the regenerated pair when the QA id changes (a filled report header rewrites questions).")
 
 
 REVIEW_SCHEMA = arrow_schema(ReviewRow)

@@ -88,6 +88,7 @@ def stages_report(reports: Sequence[StageReport]) -> Report:
                  "repairs", "failed", "json mode", "seconds"],
         rows=rows,
         notes=[f"Remote calls: {calls}, answered from cache: {hits}."],
+        shared_in_caption=True,  # one provider and model for every stage, as usual: 120 columns hold the rest
     )
 
 

@@ -145,7 +145,7 @@ def test_review_report_and_apply_from_the_command_line(demo_root, prefect_server
     applied = ragprep("review", "apply", str(decisions), "--root", str(root), api_url=prefect_server)
     assert applied.returncode == 0, applied.stderr
     assert "2 decisions" in applied.stdout and "1 applied" in applied.stdout
-    assert "1 decision(s) name QA pairs that do not exist now" in applied.stdout and "ffffffffffffffff" in applied.stdout
+    assert "1 orphaned decision(s): their QA pair no longer exists" in applied.stdout and "ffffffffffffffff" in applied.stdout
     rebuilt = ragprep("dataset", "--root", str(root), api_url=prefect_server)  # the next build drops the rejected pair
     assert rebuilt.returncode == 0 and "published (LATEST)" in rebuilt.stdout
     left = json.loads(ragprep("sql", f"select count(*) as n from qa_pairs where qa_id = '{pairs[0]['qa_id']}'", "--root",

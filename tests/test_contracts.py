@@ -107,7 +107,7 @@ def test_every_package_and_its_data_is_packaged():
             for p in (REPO / package).rglob("__init__.py") if "__pycache__" not in p.parts}
     assert found == tree
     data = config["package-data"]
-    assert "*/*.toml" in data["ragprep.prompts"] and "templates/*" in data["tasks.qa"]
+    assert "*/*.toml" in data["ragprep.prompts"] and {"templates/*", "critic_policy.json"} <= set(data["tasks.qa"])
     assert any(pattern.startswith("expectations/") for pattern in data["tasks.dataset"])
 
 

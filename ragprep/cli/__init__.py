@@ -53,6 +53,7 @@ review_app = typer.Typer(help="Expert review of flagged QA pairs.", no_args_is_h
 app.add_typer(review_app, name="review")
 review_app.command("report")(review.review_report)
 review_app.command("apply")(review.review_apply)
+review_app.command("serve")(review.review_serve)
 
 app.command()(pipeline.dataset)
 app.command()(data.versions)

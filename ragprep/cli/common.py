@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from ragprep import __version__
 from ragprep.errors import RagprepError
+from ragprep.library_logs import quiet_library_loggers
 from ragprep.offline import disable_vendor_telemetry
 from ragprep.settings import MAX_WORKERS, Settings, build_settings, explain_invalid
 from ragprep.storage import DiskFullError, check_root, is_disk_full
@@ -93,6 +94,7 @@ def prepare() -> None:
     """Before a command runs a flow: no telemetry, user errors without tracebacks, live bars on a terminal, a Prefect API."""
     quiet_prefect_environment()
     _quiet_user_errors()
+    quiet_library_loggers()
     if sys.stderr.isatty():
         # Live bars replace per-page log lines on a terminal; warnings still print. Set before Prefect is
         # imported (by _use_prefect_api), which reads its logging settings once.
@@ -175,7 +177,7 @@ def print_report(report) -> None:
     for line in report.lead:
         console.print(line.replace("**", ""))  # Markdown emphasis is for the artifact
     if report.rows:
-        console.print(report.rich_table())
+        console.print(report.rich_table(console.width))
     for line in report.notes:
         console.print(line.replace("**", ""))
 

@@ -1,4 +1,4 @@
-"""QA review commands: ``qa`` (the stage, or ``qa audit``) and ``review report`` / ``review apply``."""
+"""QA review commands: ``qa`` (the stage, or ``qa audit``) and ``review report`` / ``review apply`` / ``review serve``."""
 
 from __future__ import annotations
 
@@ -86,8 +86,54 @@ def review_apply(
     report = apply_decisions_file(file, settings.root)
     counts = ", ".join(f"{v} {k}" for k, v in sorted(report.counts.items()))
     console.print(f"{report.decisions} decisions from {file} ({counts}); {report.applied} applied to current QA pairs")
-    if report.unknown_qa_ids:
+    if report.carried_over:
+        console.print(f"{len(report.carried_over)} decision(s) carried over to regenerated QA pairs (same chunk, type and "
+                      "answer; the question changed, e.g. after a header was filled)")
+    for value in report.headers:
+        shown = value.value if value.value is not None else "(not stated)"
+        document = report.header_documents.get(value.doc_id, f"{value.doc_id} (no such document now)")
+        console.print(f"header value: {document}: {value.field} = {shown}", markup=False)
+    if report.headers:
+        console.print(f"{len(report.headers)} header value(s) stored; they take effect on the next build "
+                      f"(`ragprep run PATHS --root {settings.root}`: headers, then the questions that name the report)")
+    if report.orphaned:
         console.print(
-            f"[yellow]{len(report.unknown_qa_ids)} decision(s) name QA pairs that do not exist now[/yellow] "
-            f"(kept in the review table, applied if they reappear): {', '.join(report.unknown_qa_ids[:10])}"
+            f"[yellow]{len(report.orphaned)} orphaned decision(s): their QA pair no longer exists[/yellow] "
+            f"(kept in the review table, applied if the pair reappears; listed in the review report): "
+            f"{', '.join(report.orphaned[:10])}{' ...' if len(report.orphaned) > 10 else ''}"
         )
+
+
+@user_errors
+def review_serve(
+    root: RootOption = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind (0.0.0.0 in a container).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port of the report page.", min=1, max=65535)] = 8080,
+) -> None:
+    """Serve the root's review reports, quality pages and exports read-only over HTTP until Ctrl-C or SIGTERM.
+
+    The report page on its own (`ragprep serve` runs the same page next to the Prefect server); the compose file's
+    `reports` service. Requests must name this server in their Host header (its address, loopback, or the host of
+    RAGPREP_PUBLIC_URL); set RAGPREP_PUBLIC_URL to the URL experts open, and artifact links point here.
+    """
+    import os
+    import signal
+    import threading
+
+    from ragprep.webroot import WebRoot
+
+    settings = settings_for(root)
+    try:
+        web = WebRoot(settings.root, host, port, public_url=os.environ.get("RAGPREP_PUBLIC_URL")).start()
+    except OSError as exc:
+        err.print(f"[red]error:[/red] cannot serve on {host}:{port}: {exc.strerror or exc}; choose another --port")
+        raise typer.Exit(2) from exc
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # as PID 1 in a container SIGTERM is ignored without a handler
+    console.print(f"reports: {web.url} (read-only: review reports, quality pages, exports of {settings.root}); Ctrl-C stops")
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        web.stop()

@@ -47,5 +47,6 @@ def check_endpoint(url: str, allowed_hosts: list[str], provider: str) -> str:
     raise PrivacyGuardError(
         f"privacy guard: provider {provider!r} would send document text to {host}, which is neither loopback "
         f"nor allowed. If that host is approved, add it to RAGPREP_LLM__ALLOWED_HOSTS "
-        f"(e.g. RAGPREP_LLM__ALLOWED_HOSTS='[\"{host}\"]') or llm_allowed_hosts in ragprep.toml."
+        f"(e.g. RAGPREP_LLM__ALLOWED_HOSTS='[\"{host}\"]') or to allowed_hosts under [llm] in ragprep.toml "
+        f"(allowed_hosts = [\"{host}\"])."
     )

@@ -192,7 +192,10 @@ async def extract_headers(
 
 
 def apply_header_decisions(headers: Sequence[HeaderRow], decisions: Sequence[HeaderReviewRow]) -> list[HeaderRow]:
-    """Expert values (the latest per report and field) replace what was read: source ``expert``, confidence 1."""
+    """Expert values (the latest per report and field) replace what was read: source ``expert``, confidence 1.
+
+    A field the expert marked "not stated" (value None) stays empty but is no longer missing nor up for review:
+    the expert confirmed the report does not give it."""
     latest = {(d.doc_id, d.field): d for d in decisions}
     out = []
     for row in headers:
@@ -206,7 +209,7 @@ def apply_header_decisions(headers: Sequence[HeaderRow], decisions: Sequence[Hea
             continue
         out.append(row.model_copy(update={
             "fields": fields,
-            "missing": [f.name for f in fields if f.value is None],
+            "missing": [f.name for f in fields if f.value is None and (row.doc_id, f.name) not in latest],
             "review": [name for name in row.review if (row.doc_id, name) not in latest],
             "header_block": header_block(fields),
         }))

@@ -41,6 +41,7 @@ import numpy as np
 
 from ragprep.engines.embedder import Embedder
 from ragprep.ids import stable_id
+from ragprep.library_logs import quiet_library_loggers
 from ragprep.settings import Settings
 from ragprep.splits import split_for
 from ragprep.text import tokens
@@ -49,6 +50,8 @@ from schemas.mm_items import MmItemRow
 from schemas.qa_pairs import QaPairRow
 from schemas.quotes import QuoteRow
 from tasks.qa.flags import support_share
+
+quiet_library_loggers()  # bm25s sets its logger to DEBUG when imported
 
 
 def normalised(text: str) -> str:

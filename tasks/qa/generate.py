@@ -28,7 +28,7 @@ from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
 from tasks.qa import budget, handles, rules
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
-from tasks.qa.review import apply_review
+from tasks.qa.review import apply_review, chunk_bases
 from tasks.stage import run_items
 
 PROVENANCE = {"chunk_id", "doc_id", "source_path", "slide", "page_start", "page_end"}
@@ -292,6 +292,7 @@ async def generate_pairs(
 def build_qa_pairs(
     pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settings: Settings, decisions: dict
 ) -> list[QaPairRow]:
-    """Flags, then the experts' decisions (rejected pairs dropped, edits applied)."""
+    """Flags, then the experts' decisions (rejected pairs dropped, edits applied; a decision made on a pair that was
+    regenerated under a new QA id, e.g. after a report header was filled, carries over to it)."""
     flagged = flag_pairs(pairs, {c.chunk_id: c for c in chunks}, settings)
-    return apply_review(flagged, decisions)
+    return apply_review(flagged, decisions, chunk_bases(chunks))

@@ -73,6 +73,7 @@ from schemas.elements import ElementRow
 from schemas.headers import HeaderField, HeaderRow
 from schemas.qa_pairs import FLAG_CODES, QaPairRow
 from schemas.review import DECISIONS_FORMAT
+from tasks.qa.review import chunk_bases, load_decisions, resolve_decisions
 from tasks.qa.review_page import SPOT_CHECK_GROUP, json_for_script, render_report_html
 
 __all__ = [  # json_for_script and render_report_html live in review_page (the page); re-exported here
@@ -445,8 +446,28 @@ def build_report_data(root: Path, *, spot_check_share: float = SPOT_CHECK_SHARE,
         "pairs": out_pairs,
         "chunks": out_chunks,
         "headers": headers_payload(headers, documents, thumbs),
+        "orphaned": orphaned_payload(pairs, list(chunks.values()), documents, root),
         "thumbs": thumbs.thumbs,
     }
+
+
+def orphaned_payload(
+    pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], documents: dict[str, DocumentRow], root: Path
+) -> list[dict]:
+    """The stored decisions that apply to no current pair (``tasks.qa.review.resolve_decisions``; carried-over ones
+    are applied, not listed): what was decided, on which question and answer, by whom."""
+    resolution = resolve_decisions(pairs, load_decisions(root), chunk_bases(chunks))
+    doc_of = {c.chunk_id: c.doc_id for c in chunks}
+    out = []
+    for decision in sorted(resolution.orphaned, key=lambda d: (d.applied_at, d.qa_id)):
+        document = documents.get(doc_of.get(decision.chunk_id or "", ""))
+        out.append({
+            "qa_id": decision.qa_id, "decision": decision.decision, "reviewer": decision.reviewer,
+            "question": decision.pair_question or decision.question, "answer": decision.pair_answer or decision.answer,
+            "file_name": document.file_name if document else None, "chunk_id": decision.chunk_id,
+            "applied_at": decision.applied_at.replace(microsecond=0).isoformat(), "source_file": Path(decision.source_file).name,
+        })
+    return out
 
 
 def write_review_report(

@@ -9,7 +9,7 @@ from ragprep.settings import Settings
 from schemas.qa_pairs import LOW_QUALITY
 from tasks.qa.generate import build_qa_pairs, document_handles, generate_pairs
 from tasks.qa.judge import judge_pairs
-from tasks.qa.review import apply_review, load_decisions
+from tasks.qa.review import apply_review, chunk_bases, load_decisions
 from tasks.stage import Progress, StageReport, StageRun, counter
 
 
@@ -42,7 +42,7 @@ def run_judge(settings: Settings, progress: Progress | None = None) -> StageRepo
     judged = run.generate(
         "llm", lambda g: judge_pairs(pairs, chunks, documents, settings, g, run.prompt, counter(len(pairs), progress))
     )
-    final = apply_review(judged, load_decisions(run.layout.root))
+    final = apply_review(judged, load_decisions(run.layout.root), chunk_bases(chunks))
     run.store.write("qa_pairs", final)
     flags = [f for p in final for f in p.flags if f.startswith(f"{LOW_QUALITY}:")]
     report = run.report("judge", len(final), flags)
