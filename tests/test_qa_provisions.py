@@ -200,3 +200,49 @@ def test_headline_facts_ranges_and_item_requirements():
     ranged = "# X\n\nS5.1 The load limiter caps the belt force at a level between 3 and 6 kN.\n"
     assert made("generate.provision.value", view(ranged, handle)) == [
         ("What force does paragraph S5.1 of FMVSS No. 216a specify?", "between 3 and 6 kN")]
+
+
+def test_conditional_requirements_ask_when():
+    text = ("# Tests\n\n7.4.2.4. If the strap slips or breaks at or within 10 mm of either of the clamps, the test shall "
+            "be invalid.\n\n7.4.2.5. If it breaks, the test shall be repeated.\n")
+    assert made("generate.provision.conditional", view(text, R95)) == [(
+        "According to paragraph 7.4.2.4 of UN Regulation No. 95, when shall the test be invalid?",
+        "If the strap slips or breaks at or within 10 mm of either of the clamps")]
+    prose = ("# Installation of child restraint systems\n\nWhere there is any asymmetry between the sides, all seating "
+             "positions must be assessed individually.\n")
+    handle = Handle(title="CP 008-1 Child Occupant Protection", kind="document", section="Installation of child restraint systems")
+    assert made("generate.provision.conditional", view(prose, handle)) == [(
+        'According to the "Installation of child restraint systems" section of the "CP 008-1 Child Occupant Protection" '
+        "document, when must all seating positions be assessed individually?", "Where there is any asymmetry between the sides")]
+
+
+def test_a_continued_table_whose_first_row_is_measured_data_has_no_header():
+    continued = ("| 12 BeSafe Stretch | R129 100cm- 135cm | Belted, forward facing |\n|---|---|---|\n"
+                 "| 13 Britax Trifix | R129 76cm- 105cm | ISOFIX, forward facing |\n")
+    assert parse_table(continued) is None
+    results = "| Metric | Driver | Limit |\n|---|---|---|\n| HIC15 | 412.6 | 700 |\n| Chest deflection (mm) | 31.4 | 42 |\n"
+    assert parse_table(results) is not None
+
+
+def test_ranges_with_two_bounds_rates_footnotes_and_approval_sections():
+    text = ("# Retractors\n\n6.2.5.1.2. The strap shall extract within 6 mm of its length when a tension of not less than "
+            "1.4 daN and not more than 2.2 daN is applied.\n\n7.6.2.3. The table is tilted with a speed not exceeding 2° per "
+            "second until locking has occurred.\n\n6.2.5.3.1.1. The locking must have occurred when the deceleration "
+            "reaches 0.45 g6 in the case of type 4.\n")
+    pairs = made("generate.provision.value", view(text, R95))
+    assert ("What tension does paragraph 6.2.5.1.2 of UN Regulation No. 95 specify?",
+            "not less than 1.4 daN and not more than 2.2 daN") in pairs
+    assert not any("2°" in a or "g6" in a for _, a in pairs)
+    assert not any("g6" in a for _, a in made("generate.provision.requirement", view(text, R95)))
+    approval = "# 5. Approval\n\n5.2.2. An approval number shall be assigned to each type approved.\n"
+    assert made("generate.provision.requirement", view(approval, R95, title="5. Approval")) == []
+
+
+def test_a_regulation_table_without_caption_is_named_by_its_paragraph():
+    from tasks.qa.rules.tables import _table_candidates
+
+    md = ("|  | Load daN | Frequency Hz |\n|---|---|---|\n| Procedure 1 | 2.5 | 0.5 |\n| Procedure 2 | 0.5 | 0.5 |\n"
+          "| Procedure 3 | 0.5 | 0.5 |\n")
+    text = f"# 7.4 Abrasion\n\n7.4.1.6.3. In the table below are listed the general conditions for each abrasion procedure.\n\n{md}"
+    questions = [c.question for c in _table_candidates(view(text, R95, tables=[("t1", md)]))]
+    assert questions and all(q.startswith("In the table of paragraph 7.4.1.6.3 of UN Regulation No. 95,") for q in questions)

@@ -27,7 +27,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.text import Candidate, ChunkView, _content_blocks, _section_ok, doc_phrase, josa, where
+from tasks.qa.rules.text import (
+    Candidate,
+    ChunkView,
+    _content_blocks,
+    _lower_first,
+    _section_ok,
+    doc_phrase,
+    josa,
+    sentences,
+    where,
+)
 
 # --- units of a provision ---------------------------------------------------------------------------
 
@@ -64,7 +74,8 @@ def _title(text: str) -> tuple[str, str]:
     return candidate, body.strip()
 
 
-def _annex(view: ChunkView) -> str:
+def annex_of(view: ChunkView) -> str:
+    """The annex or appendix a chunk belongs to ("Annex 4"), from its title or first heading; '' when none."""
     for part in [view.title.split(" / ")[0], *view.heading_path[:1]]:
         found = re.match(r"^\s*#*\s*(Annex|Appendix)\s+(\d+[A-Z]?)\b", part or "")
         if found:
@@ -122,7 +133,7 @@ _LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:follow
 _ADMINISTRATIVE_RE = re.compile(
     r"transitional provisions|phase-in|penalties|production definitively discontinued|names and addresses|"
     r"conformity of production|modification(?:s)? (?:and|of)|extension of (?:the )?approval|approval mark|communication|"
-    r"amendments?\b|effective date", re.IGNORECASE)
+    r"amendments?\b|effective date|\bapproval\b", re.IGNORECASE)
 
 
 def administrative(view: ChunkView, unit: Unit) -> bool:
@@ -180,7 +191,7 @@ def _inherited(titles: dict[str, str], number: str) -> str:
 def _reference(view: ChunkView, unit: Unit) -> str:
     """How a question names the unit: "paragraph 6.1 of Annex 4 to UN Regulation No. 95" (with its title)."""
     doc = doc_phrase(view)
-    annex = _annex(view)
+    annex = annex_of(view)
     word = "paragraph" if view.handle.kind == "standard" or re.search(r"\b(?:Regulation|Standard|FMVSS)\b", doc) else "section"
     paragraph = f"{word} {unit.number}"
     if unit.title and unit.title.lower() not in doc.lower():
@@ -217,7 +228,7 @@ _QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower)
 _VALUE_RE = re.compile(
     rf"(?:(?P<qualifier>{_QUALIFIER})\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
     rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*|\sand\s\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
-    rf"(?![/\w])(?P<upper>\s(?:and|to)\s\d[\d,.]*\s?(?:{_ANY_UNIT}))?"
+    rf"(?![/\w])(?P<upper>\s(?:and|to)\s(?:not (?:more|less) than\s)?\d[\d,.]*\s?(?:{_ANY_UNIT}))?"
     rf"(?P<tolerance>\s?(?:±|\+/-)\s?\d[\d,.]*\s?(?:{_ANY_UNIT}))?",
 )
 _NOUN_HEADS = (
@@ -248,8 +259,8 @@ def _not_a_value(match: re.Match, text: str) -> bool:
         return True
     if " and " in match.group("amount") and match.group("qualifier") != "between":
         return True  # "2.2 and 2.7 kN": two values listed, not a range
-    if _kind(match) == "angle" and _TEMPERATURE_AFTER_RE.match(after):
-        return True
+    if _kind(match) == "angle" and _TEMPERATURE_AFTER_RE.match(after) or re.match(r"\s?per\s(?:second|minute|hour)\b", after):
+        return True  # "-10° + 1 °C" is a temperature; "2° per second" a rate our units do not name
     unit = match.group(0)[match.end("space") - match.start():].split()[0]
     return not match.group("space") and len(re.sub(r"\W", "", unit)) == 1 and not match.group("qualifier")
 
@@ -258,7 +269,7 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[a-z]{3,}\d{1,2}\b")
+_GARBLED_RE = re.compile(r"\d\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b")
 """An extraction artefact in an answer: "20 + 5 °C" (± read as +), "kN/mP2P" (a superscript), "vehicles10" (a footnote
 mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
@@ -389,7 +400,7 @@ def definition_candidates(view: ChunkView) -> Iterator[Candidate]:
                 or len(unit.text) > MAX_SENTENCE_CHARS or unit.text.rstrip()[-1:] not in ".;:"):
             continue
         term = found.group("term").strip()
-        reference = f"paragraph {unit.number} of {_annex(view) + ' to ' if _annex(view) else ''}{doc_phrase(view)}"
+        reference = f"paragraph {unit.number} of {annex_of(view) + ' to ' if annex_of(view) else ''}{doc_phrase(view)}"
         answer = _verbatim(unit.text.rstrip(), view.markdown)
         if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")):
             continue  # not a complete sentence, or the definition goes on in a list the unit does not hold
@@ -441,7 +452,7 @@ def headline_candidates(view: ChunkView) -> Iterator[Candidate]:
     for unit in provision_units(view):
         kind = _HEADLINE_TITLES.get(unit.title.lower())
         sentence = _first_sentence(unit.text)
-        top_level = re.fullmatch(r"S?\d+", unit.number) and not _annex(view)  # an annex's "Purpose" is its test's
+        top_level = re.fullmatch(r"S?\d+", unit.number) and not annex_of(view)  # an annex's "Purpose" is its test's
         if not kind or not top_level or not sentence or len(sentence) > MAX_SENTENCE_CHARS or garbled(sentence):
             continue
         answer = _verbatim(sentence, view.markdown)
@@ -450,8 +461,48 @@ def headline_candidates(view: ChunkView) -> Iterator[Candidate]:
             yield Candidate(question, answer, "factual", "text")
 
 
+_CONDITIONAL_RE = re.compile(
+    r"^(?P<condition>(?:If|When|Where|In the case of)\s[^,;]{5,140}),\s+(?:then\s+)?"
+    r"(?P<subject>(?:the|a|an|all|each|any|no)\s[a-z][\w\-]*(?:\s[\w\-]+){0,6}?)\s"
+    r"(?P<modal>must|shall|will|should|may)\s(?P<rest>(?:not\s)?[a-z][^;:]{5,160})\.$"
+)
+_NOT_IN_CONDITIONAL_SUBJECT = frozenset("which that who when where if is are was were be been has have had".split())
+
+
+def _conditional_question(sentence: str, place: str, context: str) -> tuple[str, str] | None:
+    """("According to X, when must all seating positions be assessed individually?", "Where there is any asymmetry")."""
+    found = _CONDITIONAL_RE.match(sentence)
+    if not found or _NOT_IN_CONDITIONAL_SUBJECT & set(found.group("subject").lower().split()[1:]):
+        return None
+    if re.search(r"\b(?:above|below|paragraphs?|this|these|it|they)\b", found.group("condition"), re.IGNORECASE):
+        return None  # the condition points elsewhere ("if the test in paragraph 7.2 above ...")
+    pointer = re.search(r"\b(?:above|below|following)\b", f"{found.group('subject')} {found.group('rest')}")
+    if len(found.group("condition").split()) < 4 or pointer:
+        return None  # an elliptic condition ("If adjustable"), or a main clause that points elsewhere
+    subject = _lower_first(found.group("subject"), context)
+    return f"According to {place}, when {found.group('modal')} {subject} {found.group('rest')}?", found.group("condition")
+
+
+@rule("generate.provision.conditional", "generate", "a requirement with a leading condition ('If the strap slips ..., "
+      "the test shall be invalid.', 'Where there is any asymmetry, all seating positions must be assessed ...')", "factual")
+def conditional_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """'According to paragraph 7.4.2.4 of UN Regulation No. 16, when shall the test be invalid?' -> the condition."""
+    if view.language != "en" or not doc_phrase(view):
+        return
+    units = [(_reference(view, unit), unit.text) for unit in provision_units(view) if not administrative(view, unit)]
+    if not units and _section_ok(view):
+        units = [(where(view), view.markdown)]
+    for place, text in units:
+        for sentence in sentences(text) if text is view.markdown else re.split(r"(?<=\.)\s+(?=[A-Z])", text):
+            made = _conditional_question(sentence.strip(), place, view.markdown)
+            answer = _verbatim(made[1], view.markdown) if made else ""
+            if made and answer and not garbled(answer):
+                yield Candidate(made[0], answer, "factual", "text")  # the answer is a condition clause, not a sentence
+
+
 PROVISION_SOURCES = (
-    headline_candidates, value_candidates, requirement_candidates, definition_candidates, korean_limit_candidates,
+    headline_candidates, value_candidates, requirement_candidates, conditional_candidates, definition_candidates,
+    korean_limit_candidates,
 )
 """Asked first of a regulation's or protocol's chunk, before the prose and table sources."""
 

@@ -71,10 +71,15 @@ def parse_table(markdown: str) -> Table | None:
     return Table(columns[0], columns[1:], [g.strip() for g in groups[1:]], kept)
 
 
+_MEASURE_CELL_RE = re.compile(r"\d\s?(?:cm|mm|kg|km/h|kph|ms|kN|N|g|%|°)(?![A-Za-z])")
+
+
 def _headless(rows: list[list[str]]) -> bool:
-    """A table continued from a page before without its header row: half or more of its first row's cells are numbers."""
+    """A table continued from a page before without its header row: half or more of its first row's cells are
+    numbers or measured values ("R129 100cm- 135cm"), which no header names a column by."""
     cells = [c for c in rows[0] if c.strip()]
-    return bool(cells) and sum(parse_number(c) is not None for c in cells) >= max(1, len(cells) / 2)
+    numbers = sum(parse_number(c) is not None for c in cells)
+    return bool(cells) and (numbers >= max(1, len(cells) / 2) or any(_MEASURE_CELL_RE.search(c) for c in cells))
 
 
 def _zone_grid(rows: list[list[str]]) -> bool:
@@ -332,12 +337,28 @@ def table_caption(markdown: str, table_markdown: str, language: str = "en") -> s
     return ""
 
 
+_PARAGRAPH_RE = re.compile(r"(?m)^(?:#+\s*)?(S\d+(?:\.\d+)*[a-z]?|\d+(?:\.\d+)+)\.?\s")
+
+
+def _paragraph_caption(view: ChunkView, table_markdown: str) -> str:
+    """A regulation's table without a caption is named by the numbered paragraph it stands in ("the table of
+    paragraph 7.4.1.6.3"); '' for other documents or when no numbered paragraph precedes it."""
+    from tasks.qa.rules.provisions import annex_of  # provisions builds on this package's text helpers
+
+    first = next((ln for ln in table_markdown.splitlines() if ln.strip()), "")
+    position = view.markdown.find(first) if first and view.handle.kind == "standard" and view.language == "en" else -1
+    numbers = _PARAGRAPH_RE.findall(view.markdown[:position]) if position > 0 else []
+    annex = annex_of(view)
+    return f"the table of paragraph {numbers[-1]}{' of ' + annex if annex else ''}" if numbers else ""
+
+
 def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
     doc = doc_phrase(view) or where(view)
     if not doc:
         return
     parsed = [(element_id, markdown, parse_table(markdown)) for element_id, markdown in view.tables]
-    parsed = [(e, m, t, table_caption(view.markdown, m, view.language)) for e, m, t in parsed if t is not None]
+    parsed = [(e, m, t, table_caption(view.markdown, m, view.language) or _paragraph_caption(view, m))
+              for e, m, t in parsed if t is not None]
     for element_id, _, table, caption in parsed:
         others = [(t, c) for e, _, t, c in parsed if e != element_id]
         shared = {label for label, _ in table.rows for t, c in others if c == caption and any(label == r for r, _ in t.rows)}
