@@ -225,7 +225,7 @@ def total_as_item(ctx: PairContext) -> list[Signal]:
 # --- the answer span ------------------------------------------------------------------------------------
 
 _TOLERANCE_RE = re.compile(r"^\s*\d+(?:[.,]\d+)?\s*\+\s*\d+(?:[.,]\d+)?\s*(?:[a-zA-Z%°]{1,4})?\s*$")
-_TOLERANCE_IN_RE = re.compile(r"\d(?:[.,]\d+)?\s\+\s\d+(?:[.,]\d+)?\s*(?:°\s?C|%|per\s?cent|mm|kg|daN|ms|km/h)(?!\w)")
+_TOLERANCE_IN_RE = re.compile(r"\d(?:[.,]\d+)?\s?°?\s\+\s\d+(?:[.,]\d+)?\s*(?:°\s?C|%|per\s?cent|mm|kg|daN|ms|km/h)(?!\w)")
 """'20 + 5 °C' inside a sentence: a tolerance whose '±' was decoded as '+'."""
 _FOOTNOTE_SPLICE_RE = re.compile(r"[a-z%)\]]\.\d{1,2}\s+[A-Z]")
 
@@ -300,7 +300,8 @@ def restated_cause(ctx: PairContext) -> list[Signal]:
 def deictic_document(ctx: PairContext) -> list[Signal]:
     """'this standard', 'what is it ...' and kin: a reference only the chunk resolves."""
     found = re.search(r"\b(?:this|that|the present)\s+(?:standard|regulation|protocol|annex|appendix|rule|procedure|directive)\b"
-                      r"|\b(?:is|was|does|did|are|were|do)\s+(?:it|they)\b|\bthe\s+above\b|\b(?:figure|table|diagram)\s+(?:below|above)\b",
+                      r"|\b(?:is|was|does|did|are|were|do)\s+(?:it|they)\b|\bthe\s+above\b|\b(?:figure|table|diagram)\s+(?:below|above)\b"
+                      r"|\bthe\s+following\b|\b(?:specified|mentioned|described|defined)\s+above\b",
                       ctx.question, re.IGNORECASE)
     return [Signal("standalone", 2, f"deictic reference ('{found.group(0)}')")] if found else []
 

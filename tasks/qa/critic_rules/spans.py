@@ -321,7 +321,7 @@ def several_values(ctx: PairContext) -> list[Signal]:
 
 _STOP = frozenset("the a an of to in on at by for with and or is are was were what which does do did specify specifies "
                   "according paragraph section document".split())
-_LEAD_IN_RE = re.compile(r"(?:the\s+following(?:\s+\w+){0,2}|as\s+follows|below)\s*[.:]?\s*$", re.IGNORECASE)
+_LEAD_IN_RE = re.compile(r"(?:the\s+following(?:\s+[\w-]+){0,5}|as\s+follows|below)\s*[.:;]?\s*$", re.IGNORECASE)
 
 
 @rule("critic.answer.lead_in", "critic", "the answer",
@@ -333,6 +333,66 @@ def lead_in(ctx: PairContext) -> list[Signal]:
         if _LEAD_IN_RE.search(ctx.answer.strip()) else []
 
 
+_ADMINISTRATIVE_RE = re.compile(
+    r"\b(?:application for (?:type )?approval|approval numbers?|an approval mark|approval (?:shall|may) be (?:granted|refused|"
+    r"extended|withdrawn)|entry into force|series of amendments|Contracting Part(?:y|ies)|type approval authority|"
+    r"phase-in|average annual production|express written contract)\b", re.IGNORECASE)
+
+
+@rule("critic.answer.administrative", "critic", "the answer",
+      "it is administrative text of a regulation (approval applications and numbers, entry into force, series of amendments, "
+      "phase-in production shares): no technical fact", "useful")
+def administrative(ctx: PairContext) -> list[Signal]:
+    """'The application for approval ... shall be submitted by ...' asked as what a paragraph requires."""
+    found = _ADMINISTRATIVE_RE.search(ctx.answer)
+    return [Signal("useful", 2, f"administrative text ('{found.group(0)}')")] if found else []
+
+
+_CROSS_REF_RE = re.compile(
+    r"\b(?:as prescribed in|in accordance with|specified in|set out in|the requirements (?:of|in|specified in))"
+    r"\s+(?:paragraphs?|sections?|S\d|annex|appendix|§)", re.IGNORECASE)
+
+
+@rule("critic.answer.only_reference", "critic", "a requirement answer",
+      "the answer's content is a cross-reference ('shall be tested as prescribed in paragraphs 7.5.1.') with no value or "
+      "condition of its own", "useful")
+def only_reference(ctx: PairContext) -> list[Signal]:
+    """The requirement itself is elsewhere: the answer only points to it."""
+    answer = ctx.answer
+    if not _CROSS_REF_RE.search(answer) or _ANY_UNIT_RE.search(answer) or len(answer.split()) > 30:
+        return []
+    return [Signal("useful", 2, "the answer only refers to another paragraph")]
+
+
+_NEGATED_RE = re.compile(r"\b(?:not|no|never)\s+(?:\w+\s+){0,3}$", re.IGNORECASE)
+_BOUND_START_RE = re.compile(r"^\s*(?:more|less|greater|fewer|higher|lower)\s+than\b|^\s*exceed", re.IGNORECASE)
+
+
+@rule("critic.answer.negation_lost", "critic", "a bound answered alone ('more than 0.2 mm')",
+      "the chunk negates it just before ('must not be displaced by more than 0.2 mm'): the answer says the opposite",
+      "grounded")
+def negation_lost(ctx: PairContext) -> list[Signal]:
+    """'more than 0.2 mm' cut out of 'not ... more than 0.2 mm'."""
+    if not _BOUND_START_RE.match(ctx.answer):
+        return []
+    at = ctx.chunk_markdown.find(ctx.answer.strip().rstrip("."))
+    if at > 0 and _NEGATED_RE.search(ctx.chunk_markdown[max(0, at - 40):at]):
+        return [Signal("grounded", 2, "the chunk's 'not' before the bound is lost")]
+    return []
+
+
+_FOOTNOTE_VALUE_RE = re.compile(r"\d\s?(?:g|kg|kN|daN|N|ms|km/h)[1-9]\b|[a-z]P\d+P\b")
+
+
+@rule("critic.answer.glued_mark", "critic", "the answer",
+      "a footnote mark glued to a unit ('0.45 g6') or a superscript decoded as letters ('kN/mP2P')", "grounded")
+def glued_mark(ctx: PairContext) -> list[Signal]:
+    """A value carrying a footnote number or a mis-decoded superscript."""
+    found = _FOOTNOTE_VALUE_RE.search(ctx.answer)
+    return [Signal("grounded", 2, f"a footnote mark or superscript glued to a value ('{found.group(0)}')")] if found else []
+
+
 SPAN_RULES = (cell_mismatch, value_header, numbered_label, foreign_number, dangling_subject, value_twin, constant_column,
-              truncated_handle, conflicting_standard, annex_paragraph, unit_kind, several_values, lead_in)
+              truncated_handle, conflicting_standard, annex_paragraph, unit_kind, several_values, lead_in,
+              administrative, only_reference, negation_lost, glued_mark)
 """The rules of this module, in the order their reasons are listed."""
