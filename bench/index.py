@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/index.py            # 150 real-text chunks built 3 times; 100,000 synthetic chunks queried
     .venv/bin/python bench/index.py --quick    # 48 chunks, 1 build; 20,000 synthetic chunks, 50 queries
+    .venv/bin/python bench/index.py --only-ask --ask-root /tmp/ask-root   # the ask part; the root kept for reruns
 
 Two parts, both ratios measured in the same run (seconds only as context):
 
@@ -21,6 +22,9 @@ Two parts, both ratios measured in the same run (seconds only as context):
   against floors over the same data in memory: dense = one numpy product + top-k; bm25 = bm25s
   ``get_scores`` on pre-tokenized queries + top-k; hybrid = the two. Modes and floors take turns
   query by query. p50 and p95 of each, and their ratios.
+* **ask** (``bench/ask_latency.py``): one question answered over a real 1,000-chunk index, warm (index and model
+  kept, as ``ragprep serve``'s ``POST /ask``) and cold (a new ``ragprep ask`` process), as ratios to the bare
+  ranking of the same index; targets warm p50 <= 2 s, cold p50 <= 10 s.
 * **size**: bytes on disk per 1,000 chunks (LanceDB table, BM25), as a ratio of the raw payload
   (float32 vectors + UTF-8 text).
 
@@ -41,6 +45,7 @@ from pathlib import Path
 from bench_common import DEFAULT_CORPUS, REPO_ROOT, put_on_path, read_corpus, result_header, results_json, write_result
 
 put_on_path(REPO_ROOT)
+from ask_latency import bench_ask, print_ask  # noqa: E402  (bench/ask_latency.py: the ask part)
 from negatives import read_sources, window  # noqa: E402  (bench/negatives.py: real corpus text as word windows)
 
 DEFAULT_JSON = results_json("index")
@@ -324,10 +329,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-build", action="store_true", help="only the latency and size part")
-    parser.add_argument("--quick", action="store_true", help="48 chunks, 1 build; 20,000 synthetic chunks, 50 queries")
+    parser.add_argument("--quick", action="store_true", help="48 chunks, 1 build; 20,000 synthetic chunks, 50 queries; "
+                        "ask over 200 chunks")
+    parser.add_argument("--ask-chunks", type=int, default=None, help="real-text chunks of the ask part's index (1000)")
+    parser.add_argument("--ask-questions", type=int, default=20, help="questions timed warm (and bare ranking)")
+    parser.add_argument("--ask-cold", type=int, default=3, help="cold `ragprep ask` processes timed")
+    parser.add_argument("--ask-root", type=Path, default=None, help="keep the ask part's root here (reused when it "
+                        "holds an index of the same chunks; default: a temporary folder)")
+    parser.add_argument("--skip-ask", action="store_true", help="no ask part")
+    parser.add_argument("--only-ask", action="store_true", help="only the ask part")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     args = parser.parse_args(argv)
-    defaults = {"chunks": (150, 48), "repeat": (3, 1), "synthetic": (100_000, 20_000), "queries": (200, 50)}
+    defaults = {"chunks": (150, 48), "repeat": (3, 1), "synthetic": (100_000, 20_000), "queries": (200, 50),
+                "ask_chunks": (1000, 200)}
     for name, (full, quick) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
@@ -377,11 +391,28 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:5.0f} s] {message}", file=sys.stderr, flush=True)
 
-    build = None if args.skip_build else bench_build(args, sources, log)
-    latency = bench_latency(args, sources, log)
-    print_result(build, latency)
-    write_result(args.json, {**result_header(corpus, args), "build": build, "latency": latency})
+    build = None if args.skip_build or args.only_ask else bench_build(args, sources, log)
+    latency = None if args.only_ask else bench_latency(args, sources, log)
+    asked = None if args.skip_ask else run_ask_part(args, sources, log)
+    if latency is not None:
+        print_result(build, latency)
+    if asked is not None:
+        print_ask(asked)
+    write_result(args.json, {**result_header(corpus, args), "build": build, "latency": latency, "ask": asked})
     return 0
+
+
+def run_ask_part(args, sources, log) -> dict:
+    """bench/ask_latency.py over ``--ask-chunks`` real-text chunks (in ``--ask-root`` or a temporary root)."""
+    texts = chunk_texts(sources, args.ask_chunks, random.Random(args.seed))
+    if args.ask_root is not None:
+        return bench_ask(args, texts, log)
+    with tempfile.TemporaryDirectory(prefix="bench-ask-") as tmp:
+        args.ask_root = Path(tmp) / "root"
+        try:
+            return bench_ask(args, texts, log)
+        finally:
+            args.ask_root = None
 
 
 if __name__ == "__main__":

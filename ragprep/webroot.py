@@ -7,15 +7,21 @@ Everything written into a page is HTML-escaped. Requests whose ``Host`` is not o
 (its bind address, ``localhost``, loopback, and the host of ``RAGPREP_PUBLIC_URL``) are refused (421):
 a DNS-rebinding page in a browser cannot read the reports. Artifact links point here when
 ``RAGPREP_PUBLIC_URL`` names this server.
+
+JSON endpoints (``routes``, e.g. ``POST /ask`` of ``ragprep serve``): a POST to a route's path with a JSON object
+body (``Content-Type: application/json``, at most ``MAX_BODY`` bytes) is answered with the route's JSON reply; the
+same Host check applies, a request whose ``Origin`` is not one of the server's names is refused (403), and no
+CORS preflight is answered, so a page in a browser cannot post to an endpoint.
 """
 
 from __future__ import annotations
 
 import html
 import io
+import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,6 +29,11 @@ from urllib.parse import quote, unquote, urlsplit
 
 SERVED_FOLDERS = ("review", "datasets", "exports", "evaluations", "refmatch")
 """Top-level folders of the root that the web root shows (Markdown/HTML reports and their files)."""
+MAX_BODY = 64 * 1024
+"""Bytes a JSON endpoint reads from a request body at most (longer: 413)."""
+
+Route = Callable[[dict], tuple[int, dict]]
+"""A JSON endpoint: the request's JSON object -> (HTTP status, JSON object reply)."""
 
 
 def public_link(path: str | Path, root: Path, public_url: str | None) -> str | None:
@@ -79,14 +90,65 @@ def host_allowed(header: str | None, names: frozenset[str]) -> bool:
 class _Handler(SimpleHTTPRequestHandler):
     """SimpleHTTPRequestHandler confined to :func:`servable` paths; quiet logs."""
 
-    def __init__(self, *args, root: Path, names: frozenset[str], **kwargs) -> None:
+    def __init__(self, *args, root: Path, names: frozenset[str], routes: Mapping[str, Route] | None = None,
+                 **kwargs) -> None:
         self.root = root
         self.names = names
+        self.routes = routes or {}
         super().__init__(*args, directory=str(root), **kwargs)
+
+    def _json(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _request_json(self) -> tuple[int, dict | str]:
+        """(0, the body's JSON object), or (status, why) for a request an endpoint does not take."""
+        origin = self.headers.get("Origin")
+        if origin and not host_allowed(urlsplit(origin).netloc, self.names):
+            return 403, "cross-origin request"
+        if self.headers.get_content_type() != "application/json":
+            return 415, "send the request as Content-Type: application/json"
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return 400, "bad Content-Length"
+        if length > MAX_BODY:
+            return 413, f"request body over {MAX_BODY} bytes"
+        try:
+            payload = json.loads(self.rfile.read(length) or b"null")
+        except (UnicodeDecodeError, ValueError):
+            return 400, "the body is not JSON"
+        return (0, payload) if isinstance(payload, dict) else (400, "the body must be a JSON object")
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib hook
+        """A JSON endpoint of ``routes`` (see the module doc); anything else is refused."""
+        if not host_allowed(self.headers.get("Host"), self.names):
+            self.send_error(421, "unknown Host")
+            return
+        route = self.routes.get(urlsplit(self.path).path)
+        if route is None:
+            self.send_error(501, "Unsupported method ('POST')")  # the reports are read-only
+            return
+        status, payload = self._request_json()
+        if status:
+            self._json(status, {"error": payload})
+            return
+        try:
+            status, reply = route(payload)
+        except Exception as exc:  # one line for the client, never a traceback on the wire
+            status, reply = 500, {"error": f"{type(exc).__name__}: {exc}"}
+        self._json(status, reply)
 
     def send_head(self):  # noqa: D102 - the stdlib hook
         if not host_allowed(self.headers.get("Host"), self.names):
             self.send_error(421, "unknown Host")
+            return None
+        if urlsplit(self.path).path in self.routes:
+            self.send_error(405, "POST a JSON object (Content-Type: application/json)")
             return None
         if servable(self.root, self.path) is None:
             self.send_error(404, "not served")
@@ -132,10 +194,14 @@ class _Handler(SimpleHTTPRequestHandler):
 class WebRoot:
     """The read-only web root of ``root`` on ``host:port`` (port 0: a free one), served from a thread."""
 
-    def __init__(self, root: Path, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None) -> None:
+    def __init__(self, root: Path, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None,
+                 routes: Mapping[str, Route] | None = None) -> None:
+        """``routes``: JSON endpoints by path (POST only; see the module doc)."""
         self.root = Path(root).resolve()
         self.names = host_names(host, public_url)
-        self.httpd = ThreadingHTTPServer((host, port), partial(_Handler, root=self.root, names=self.names))
+        self.routes = dict(routes or {})
+        self.httpd = ThreadingHTTPServer((host, port), partial(_Handler, root=self.root, names=self.names,
+                                                               routes=self.routes))
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="ragprep-webroot", daemon=True)
 
     @property

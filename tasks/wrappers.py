@@ -217,7 +217,7 @@ def build_version_task(settings: Settings) -> tuple[BuildResult, GateResult | No
 @task(name="build-search-index", cache_policy=NO_CACHE, **LLM_RETRIES)
 def build_index_task(settings: Settings, version: str | None, variant: str | None) -> IndexReport:
     """Embed a dataset version's chunks (new or changed ones only) and write the search index."""
-    result = run_index(settings, version, variant, _watched("index", "passages embedded"))
+    result = run_index(settings, version, variant, _watched("index", "texts embedded (passages, then reading windows)"))
     progress.current().end_stage("index", f"{result.chunks} chunks")
     get_run_logger().info(
         "search index %s of version %s: %d chunks, %d passages embedded, %d reused (%s), %s",

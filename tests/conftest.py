@@ -33,12 +33,27 @@ SLOW_FIXTURES = {
 """Expensive set-ups: a test that needs one of these (itself or through another fixture) is ``slow``, so it runs in
 ``make test`` and not in ``make test-fast``. Tests that are slow on their own carry ``@pytest.mark.slow``."""
 
+SLOW_TESTS = {
+    "tests/test_review_report.py::test_report_in_headless_chromium": "a Chromium browser on the built report",
+    "tests/test_review_report.py::test_header_values_round_trip_through_the_browser": "Chromium, then the CLI",
+    "tests/test_qa_audit.py::test_audit_of_the_working_tables": "four `ragprep qa audit` processes",
+    "tests/test_qa_audit.py::test_audit_of_a_dataset_version": "four `ragprep qa audit` processes",
+    "tests/reliability/test_index_state.py::test_damaged_index_is_one_line_naming_ragprep_index":
+        "per damage, two or three `ragprep search`/`ask` processes and an index rebuild",
+    "tests/test_service.py::test_temporary_server_start_failure_is_one_line": "starts Prefect server processes",
+    "tests/test_settings_and_ids.py::test_sample_docs_are_reproducible": "generates the sample corpus twice",
+}
+"""End-to-end tests whose own body is expensive (a browser, console-script processes, servers): ``slow`` too. The
+fast lane (``make test-fast``) keeps unit and contract tests; ``make test`` runs these as before."""
+
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config, items) -> None:
-    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` (the fast lane runs none of them)."""
+    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` or is one of ``SLOW_TESTS`` (the fast lane runs
+    none of them)."""
     for item in items:
-        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+        name = item.nodeid.split("[", 1)[0]
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())) or name in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 
 

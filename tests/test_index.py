@@ -475,3 +475,34 @@ def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(index
     assert all(row["hit1"] for row in result.per_query)
     titles = [r.title for r in result.reports()]
     assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 6 questions of decks.jsonl"]
+
+
+def test_ask_endpoint_keeps_the_index_loaded_and_finds_every_window_embedded_at_index_time(root):
+    """``POST /ask`` of the report page answers like ``ragprep ask``; ``ragprep index`` embedded the windows the
+    re-ranker and the matcher read, so the answer embeds no passage text; the index is kept until it is rebuilt."""
+    from ragprep.webroot import WebRoot
+    from tasks.index.loaded import index_embedder, opened_index
+    from tasks.refmatch.endpoint import add_ask_endpoint
+    from tests.test_ask_endpoint import JSON, post_json
+
+    settings = Settings(root=root)
+    web = WebRoot(root)
+    warm = add_ask_endpoint(web, settings)
+    web.start()
+    try:
+        warm.start()
+        warm.join(300)
+        folder = index_folder(settings, "v1")
+        index = opened_index(folder)
+        embedder = index_embedder(index.manifest.embedder, settings, Layout(root).embeddings_cache_dir)
+        status, reply = post_json(web.url, "/ask", json.dumps({"question": QUESTION, "k": 3}).encode(), JSON)
+        assert status == 200, reply
+        assert (reply["passages"][0]["document"], reply["passages"][0]["where"]) == ("crash_report_frontal_offset.pptx",
+                                                                                   "slide 2")
+        assert any(s["status"] == "supported" and s["where"] == "slide 2" for s in reply["segments"]), reply["segments"]
+        assert embedder.counts.embedded == 0 and embedder.counts.reused > len(reply["passages"])  # windows: cache hits
+        assert opened_index(folder) is index  # kept between requests
+        run_index(settings)  # a rebuild swaps the folder: the next request opens the new index
+        assert opened_index(folder) is not index
+    finally:
+        web.stop()

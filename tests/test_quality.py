@@ -7,11 +7,10 @@ import re
 import socket
 from pathlib import Path
 
-import great_expectations  # noqa: F401 - a project dependency
 import pyarrow as pa
 import pytest
 
-from tasks.dataset.quality import (  # noqa: E402
+from tasks.dataset.quality import (
     EXPECTATIONS_DIR,
     GateResult,
     GateRules,

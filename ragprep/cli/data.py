@@ -10,7 +10,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragprep.catalog import run_query, to_csv, to_json
 from ragprep.cli.common import OutputFormat, RootOption, console, err, settings_for, user_errors
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
@@ -168,6 +167,8 @@ def sql(
 
     Example: ragprep sql "select split, count(*) from chunks group by 1"
     """
+    from ragprep.catalog import run_query, to_csv, to_json  # DuckDB: only the commands that query load it
+
     settings = settings_for(root)
     if version is None:
         from tasks.dataset.versions import latest_warning
@@ -234,6 +235,8 @@ def score_quotes(
         ]
         rows.append((modality, str(m["n_scored"]), *cells))
     if format is OutputFormat.csv:
+        from ragprep.catalog import to_csv
+
         sys.stdout.write(to_csv(columns, rows))
         return
     table = Table(*columns, title=f"quote selection: {predictions.name} vs {gold.name}")

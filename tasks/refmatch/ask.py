@@ -14,13 +14,16 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel
 
 from ragprep.engines.embedder import Embedder
 from ragprep.engines.generator import Generation, Generator
+from ragprep.kept import file_stamp, kept
 from ragprep.matching.matcher import MatchOptions, MatchResult, match_answer, naive_calls
 from ragprep.matching.scoring import Candidate, SpanScorer
 from ragprep.prompts import load_prompt
@@ -128,6 +131,32 @@ def _reranker(settings: Settings, embedder: Embedder):
     return found[0] if found is not None else EmbedderReranker(embedder)
 
 
+def models_stamp(layout: Layout) -> tuple:
+    """What the trained models under the root are now (each kind's ``LATEST`` pointer): a kept re-ranker or scorer
+    is rebuilt when one changes."""
+    return tuple((p.parent.name, file_stamp(p)) for p in sorted(layout.models_dir.glob("*/LATEST")))
+
+
+def kept_reranker(settings: Settings, embedder: Embedder):
+    """``_reranker``, built once per process while the index's embedder and the trained models stay the same."""
+    key = (id(embedder), str(Path(settings.root).resolve()), models_stamp(Layout(settings.root)))
+    return kept("ask-reranker", key, lambda: _reranker(settings, embedder))
+
+
+SCORER_REUSE = 500
+"""Answers one kept scorer matches before a fresh one replaces it (the embedded scorer remembers every sentence
+vector it embedded; a long-running ``ragprep serve`` must not grow without bound)."""
+_scorer_uses = itertools.count()
+
+
+def kept_scorer(settings: Settings, embedder: Embedder) -> SpanScorer:
+    """``build_scorer``, built once per process for the same embedder, models and ``refmatch`` settings (the
+    embedded scorer keeps the window vectors it has read), and again after ``SCORER_REUSE`` answers."""
+    key = (id(embedder), str(Path(settings.root).resolve()), models_stamp(Layout(settings.root)),
+           settings.refmatch.model_dump_json(), next(_scorer_uses) // SCORER_REUSE)
+    return kept("ask-scorer", key, lambda: build_scorer(settings, embedder))
+
+
 def _generate(settings: Settings, question: str, passages: list[Passage]) -> Generation:
     prompt = load_prompt("answer_question")
 
@@ -167,18 +196,18 @@ def cite(question: str, answer: str, ranked: list[tuple[SearchHit, float]], scor
 
 def ask(settings: Settings, question: str, k: int | None = None, variant: str | None = None) -> AskResult:
     """Answer ``question`` from the index with citations (see the module doc)."""
-    from ragprep.engines.embedders import make_embedder
+    from tasks.index.loaded import index_embedder, opened_index
     from tasks.index.search import fusion_for, staleness_warnings
-    from tasks.index.store import SearchIndex, index_folder
+    from tasks.index.store import index_folder
 
     started = time.perf_counter()
     k = k or settings.refmatch.top_k
-    index = SearchIndex.open(index_folder(settings, variant or settings.index.variant))
+    index = opened_index(index_folder(settings, variant or settings.index.variant))  # loaded once per process
     layout = Layout(settings.root)
-    embedder = make_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
+    embedder = index_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
     hits = index.search(question, max(k, RERANK_DEPTH), settings.index.mode, embedder, settings.index.rrf_k,
                         settings.index.rrf_depth, fusion_for(settings.index, question))
-    reranker = _reranker(settings, embedder)
+    reranker = kept_reranker(settings, embedder)
     ranked = rerank(question, hits, reranker, k)
     passages = [Passage(h.passage_id, h.document, h.where, h.section or h.title, h.text) for h, _ in ranked]
     generation = _generate(settings, question, passages)
@@ -187,7 +216,7 @@ def ask(settings: Settings, question: str, k: int | None = None, variant: str | 
     flag = generation.flag
     if suspicious := added_suspicious(answer, "\n".join(p.text for p in passages)):  # model output is untrusted
         flag = (flag + "; " if flag else "") + f"suspicious_content: {suspicious}"
-    result, segments = cite(question, answer, ranked, build_scorer(settings, embedder), match_options(settings))
+    result, segments = cite(question, answer, ranked, kept_scorer(settings, embedder), match_options(settings))
     return AskResult(
         question=question, answer=answer, label=label, provider=generation.provider, model=generation.model,
         prompt=generation.prompt_ref, flag=flag,

@@ -27,10 +27,9 @@ from typing import Protocol
 import numpy as np
 
 from ragprep.engines.embedder import Embedder
+from ragprep.passage_windows import RERANK_WINDOW_WORDS
+from ragprep.passage_windows import rerank_windows as windows  # re-exported: the reranker's window cut
 from ragprep.text import tokens
-
-HEADER_RULE = "\n---\n"
-"""What separates a Ver.1 chunk's report header block from its body (``markdown_v1``)."""
 
 
 class Reranker(Protocol):
@@ -38,21 +37,6 @@ class Reranker(Protocol):
 
     def score_pairs(self, queries: Sequence[str], passages: Sequence[str], titles: Sequence[str]) -> np.ndarray:
         """(n,) relevance scores of parallel (query, passage, passage title) triples; higher is better."""
-
-
-def windows(text: str, window_words: int = 160, overlap: int = 40) -> list[str]:
-    """The passage as overlapping windows of words, each led by a Ver.1 header block; ``[text]`` when short."""
-    header, body = "", text
-    if HEADER_RULE in text:
-        head, rest = text.split(HEADER_RULE, 1)
-        if len(head.split()) < 80:  # a header block, not a horizontal rule inside the body
-            header, body = head.strip() + "\n\n", rest
-    words = body.split()
-    if len(words) <= window_words:
-        return [text]
-    step = max(1, window_words - overlap)
-    starts = range(0, max(1, len(words) - overlap), step)
-    return [header + " ".join(words[s:s + window_words]) for s in starts]
 
 
 def _token_share(query: str, text: str) -> float:
@@ -67,7 +51,7 @@ class PairFeatures:
 
     NAMES = ("cos_full", "cos_window_max", "query_token_share", "title_token_share")
 
-    def __init__(self, embedder: Embedder, window_words: int = 160) -> None:
+    def __init__(self, embedder: Embedder, window_words: int = RERANK_WINDOW_WORDS) -> None:
         """Features computed with ``embedder``."""
         self.embedder = embedder
         self.window_words = window_words
@@ -99,7 +83,7 @@ class PairFeatures:
 class EmbedderReranker:
     """Cross-scoring with the embedder: the best of the whole-passage and window cosines (see the module doc)."""
 
-    def __init__(self, embedder: Embedder, window_words: int = 160) -> None:
+    def __init__(self, embedder: Embedder, window_words: int = RERANK_WINDOW_WORDS) -> None:
         """Re-rank with ``embedder``."""
         self.features = PairFeatures(embedder, window_words)
         self.name = f"embedder-cross-score ({embedder.name})"
@@ -162,7 +146,7 @@ def fit_logistic(features: np.ndarray, labels: np.ndarray, steps: int = 500, lea
 class LinearReranker:
     """The trained logistic re-ranker over :class:`PairFeatures`."""
 
-    def __init__(self, embedder: Embedder, model: LogisticModel, model_id: str, window_words: int = 160) -> None:
+    def __init__(self, embedder: Embedder, model: LogisticModel, model_id: str, window_words: int = RERANK_WINDOW_WORDS) -> None:
         """Score with ``model`` on features from ``embedder``."""
         self.features = PairFeatures(embedder, window_words)
         self.model = model

