@@ -246,3 +246,13 @@ def test_a_regulation_table_without_caption_is_named_by_its_paragraph():
     text = f"# 7.4 Abrasion\n\n7.4.1.6.3. In the table below are listed the general conditions for each abrasion procedure.\n\n{md}"
     questions = [c.question for c in _table_candidates(view(text, R95, tables=[("t1", md)]))]
     assert questions and all(q.startswith("In the table of paragraph 7.4.1.6.3 of UN Regulation No. 95,") for q in questions)
+
+
+def test_a_key_value_table_is_asked_field_by_field_not_as_columns():
+    from tasks.qa.rules.tables import _table_candidates
+
+    md = "| Test Name | FO-2024-017 ODB 64 km/h |\n|---|---|\n| Region | EU |\n| Stage | Prototype P2 |\n| Purpose | Verify chest deflection |\n"
+    handle = Handle(test_name="FO-2024-017 ODB 64 km/h", stage="Prototype P2", kind="report", title="Test Report")
+    pairs = [(c.question, c.answer) for c in _table_candidates(view(f"# Test Report\n\n{md}", handle, tables=[("t", md)]))]
+    assert pairs == [("For which region was the FO-2024-017 ODB 64 km/h test (Prototype P2) run?", "EU"),
+                     ("What was the purpose of the FO-2024-017 ODB 64 km/h test (Prototype P2)?", "Verify chest deflection")]

@@ -7,7 +7,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ragprep.markdown import parse_number, table_rows
-from tasks.qa.rules.facts import UNITS
+from tasks.qa.rules.facts import (
+    _KEY_RE,
+    KEY_FRAMES_EN,
+    KEY_FRAMES_KO,
+    SKIPPED_KEYS,
+    UNITS,
+    _clause_value,
+    _clean_key,
+    _handle_echo,
+    key_value_question,
+)
 from tasks.qa.rules.text import _TERMINAL_RE, Candidate, ChunkView, _section_ok, doc_phrase, josa, label_phrase, where
 
 # --- tables ------------------------------------------------------------------------------------
@@ -352,11 +362,41 @@ def _paragraph_caption(view: ChunkView, table_markdown: str) -> str:
     return f"the table of paragraph {numbers[-1]}{' of ' + annex if annex else ''}" if numbers else ""
 
 
+def key_value_rows(markdown: str) -> list[tuple[str, str]] | None:
+    """A two-column table of fields and their values, its first row a field too ("Test Name | FO-2024-017"): the
+    (key, value) pairs, or None for any other table."""
+    rows = [r for r in table_rows(markdown) if any(c.strip() for c in r)]
+    if len(rows) < 2 or any(len(r) != 2 for r in rows):
+        return None
+    if not all(_KEY_RE.match(r[0].strip()) and len(r[0].split()) <= 4 for r in rows):
+        return None
+    first_key, first_value = rows[0][0].strip().lower(), rows[0][1]
+    known = first_key in SKIPPED_KEYS or first_key in KEY_FRAMES_EN or first_key in KEY_FRAMES_KO
+    if not (re.search(r"\d", first_value) or known):
+        return None  # "구 분 | 현황", "Item | Description": a header row naming columns, not a field and its value
+    return [(r[0].strip(), r[1].strip()) for r in rows]
+
+
+def _key_value_table_candidates(view: ChunkView, doc: str) -> Iterator[Candidate]:
+    """Field questions of a key-value table (a report's header table): "For which region was the ... test run?"."""
+    for element_id, markdown in view.tables:
+        for raw, value in key_value_rows(markdown) or []:
+            key = _clean_key(raw)  # "Test Name", "Stage": the handle itself, not asked
+            if not key or len(value) < 2 or _handle_echo(value, view) or _clause_value(value):
+                continue
+            question = key_value_question(key, doc, view.language, generic=view.handle.kind != "document")
+            if question:
+                qtype = "numeric" if parse_number(value.split()[0].rstrip("%")) is not None else "factual"
+                yield Candidate(question, value, qtype, "table", element_id)
+
+
 def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
     doc = doc_phrase(view) or where(view)
     if not doc:
         return
-    parsed = [(element_id, markdown, parse_table(markdown)) for element_id, markdown in view.tables]
+    yield from _key_value_table_candidates(view, doc)
+    parsed = [(element_id, markdown, parse_table(markdown)) for element_id, markdown in view.tables
+              if key_value_rows(markdown) is None]
     parsed = [(e, m, t, table_caption(view.markdown, m, view.language) or _paragraph_caption(view, m))
               for e, m, t in parsed if t is not None]
     for element_id, _, table, caption in parsed:
