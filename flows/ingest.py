@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from flows.artifacts import publish_table
 from flows.runners import document_runner
-from flows.runtime import Workers, building
+from flows.runtime import Workers, building, run_name
 from ragprep import progress
 from ragprep.report import Report
 from ragprep.settings import MAX_WORKERS, Settings
@@ -118,7 +118,8 @@ def documents_flow(name: str):
 
     def decorate(fn):
         fn.__doc__ = (fn.__doc__ or "").rstrip() + RUN_PARAMETERS
-        return flow(name=name, task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), validate_parameters=True)(fn)
+        return flow(name=name, task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), validate_parameters=True,
+                    flow_run_name=run_name)(fn)
 
     return decorate
 

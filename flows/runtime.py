@@ -17,6 +17,7 @@ import prefect.runtime.deployment
 from pydantic import Field
 
 from ragprep.buildlock import build_lock
+from ragprep.errorlog import quiet_user_errors
 from ragprep.errors import RagprepError
 from ragprep.settings import MAX_WORKERS, Settings, build_settings
 from ragprep.storage import sweep_leftovers
@@ -55,6 +56,7 @@ def deployment_settings(root: str | None = None, workers: int | None = None, ocr
 
     An empty ``root`` (a deployment made while ``RAGPREP_ROOT`` was unset) means the worker's RAGPREP_ROOT.
     """
+    quiet_user_errors()  # under a worker too: a user error is one log line, not two or three tracebacks
     settings = build_settings(root or None, workers, ocr, **overrides)
     refuse_checkout_root(settings.root)
     return settings
@@ -70,6 +72,32 @@ def building(flow: str, root: str | None = None, workers: int | None = None, ocr
     with build_lock(settings.root, flow):
         sweep_leftovers(settings.root)  # with the lock held, any staging folder or temporary file is a killed run's
         yield settings
+
+
+def run_trigger(flow_run) -> str:
+    """What started a flow run: ``schedule``, ``automation``, ``ui-or-api`` (a deployment run started by hand) or ``cli``."""
+    if flow_run is None or not flow_run.deployment_id:
+        return "cli"
+    if flow_run.auto_scheduled:
+        return "schedule"
+    created_by = getattr(flow_run, "created_by", None)
+    if created_by is not None and str(getattr(created_by, "type", "")).upper() == "AUTOMATION":
+        return "automation"
+    return "ui-or-api"
+
+
+def run_name() -> str:
+    """The name of a flow run: what it is (deployment, else flow), when it was due (UTC) and what started it,
+    e.g. ``nightly-test-reports 2026-12-01 17:00Z schedule``; used as ``flow_run_name`` by the document flows."""
+    from datetime import datetime, timezone
+
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    what = prefect.runtime.deployment.name or (context.flow.name if context is not None else "ragprep")
+    due = (flow_run.expected_start_time if flow_run is not None else None) or datetime.now(timezone.utc)
+    return f"{what} {due.astimezone(timezone.utc):%Y-%m-%d %H:%M}Z {run_trigger(flow_run)}"
 
 
 class MissingHomeError(RagprepError):

@@ -385,11 +385,9 @@ class TrainSettings(BaseModel):
     adapter_identity_l2: float = Field(0.1, ge=0, description="Query adapter: weight of the pull towards the identity.")
     adapter_hard_negatives: bool = Field(True, description="Query adapter: mined hard negatives join the in-batch negatives.")
     adapter_holdout_share: float = Field(
-        0.2, ge=0, lt=1, description="Query adapter: with fewer than min_val_questions val questions, the questions of this "
-        "share of train chunks (by hash) are held out too, to choose the step (the identity included)."
-    )
-    min_val_questions: int = Field(
-        20, ge=1, description="Query adapter: below this many val questions, held-out train chunks join the selection set."
+        0.25, ge=0, lt=1, description="Query adapter: this share of the documents (by hash; at least one, never all) is held "
+        "out: the adapter never trains on their questions, its step is chosen on them (the identity included), and it is "
+        "published only when it beats the vanilla embedder there."
     )
     reranker_steps: int = Field(500, ge=1, description="Linear re-ranker: gradient steps of the logistic regression.")
     st_model: str = Field(
@@ -449,8 +447,31 @@ class RefmatchSettings(BaseModel):
     window_words: int = Field(60, ge=10, le=400, description="Chunks are compared in windows of about this many words.")
 
 
+class ServeSettings(BaseModel):
+    """``ragprep serve`` (env ``RAGPREP_SERVE__*``, ``[serve]`` in ragprep.toml); see flows/serve.py."""
+
+    model_config = _GROUP
+    port: int = Field(4200, ge=1, le=65535, description="Port of the Prefect server and UI on 127.0.0.1 (fixed, so links stay valid).")
+    web_port: int = Field(
+        8765, ge=1, le=65535, description="Port of the report page on 127.0.0.1 (artifact links point here; fixed across restarts)."
+    )
+    notify_url: str | None = Field(
+        None,
+        description="Webhook that gets one POST (JSON: subject, body) when a flow run of the `ragprep` work pool ends Failed or "
+        "Crashed: serve keeps a Prefect webhook block (ragprep-failure-webhook) and an automation that uses it; none: no "
+        "notification.",
+    )
+    deployments: list[str] = Field(
+        default_factory=list, description="Deployments of deploy/prefect.yaml that serve deploys (names); empty: all of them."
+    )
+    restart_backoff_s: float = Field(
+        1.0, gt=0, le=60, description="First wait before a dead worker, report page or server is restarted; doubles on each "
+        "quick death, up to 60 s."
+    )
+
+
 OPERATIONAL_FIELDS = frozenset({"root", "workers", "dataset_uri", "public_url", "task_runner", "dask_address", "max_removed_share",
-                                "allow_removals"})
+                                "allow_removals", "serve"})
 DOWNSTREAM_GROUPS = frozenset({"index", "train", "evaluate", "refmatch"})
 """Settings of stages that read a published dataset version: they never change what a version holds, so the
 version's settings hash leaves them out."""
@@ -523,6 +544,7 @@ class Settings(BaseSettings):
     train: TrainSettings = Field(default_factory=TrainSettings)
     evaluate: EvaluateSettings = Field(default_factory=EvaluateSettings)
     refmatch: RefmatchSettings = Field(default_factory=RefmatchSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -24,6 +24,8 @@ CORPUS = REPO.parent / "shared" / "corpus"
 
 SLOW_FIXTURES = {
     "prefect_server": "a Prefect API server (every test that runs a flow or the CLI against it)",
+    "demo_run": "`ragprep run sample_docs/` as on a fresh machine, under strace (test_no_outbound_network.py, test_cli.py)",
+    "pipeline_run": "pipeline_flow over sample_docs/, progress recorded (tests/downstream.py; test_progress.py)",
     "version_root": "the sample_docs/ pipeline up to a published version and an evaluation (tests/downstream.py)",
     "mm_root": "four documents ingested with OCR, through QA, judge, quotes and negatives (test_quotes.py)",
     "real": "sample_docs/ and the whole corpus through headers and QA (test_qa_rules.py)",
@@ -156,6 +158,36 @@ def extracted(tmp_path_factory):
         return cache[key]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """The session's one ``ragprep run sample_docs/`` as ``make demo`` runs it on a fresh machine (OCR on, Prefect's
+    temporary server, a fresh HOME), under ``strace -f`` where the machine allows tracing
+    (tests/reliability/test_no_outbound_network.py ``run_demo``). The no-outbound-network test checks its trace;
+    the CLI tests read its output and then work on its root."""
+    from tests.reliability.test_no_outbound_network import run_demo
+
+    return run_demo(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="session")
+def pipeline_run(prefect_server, tmp_path_factory):
+    """The session's one ``pipeline_flow`` over sample_docs/ (OCR off, two workers), every progress event and stage
+    log line recorded (tests/downstream.py ``run_sample_pipeline``): test_progress.py reads the record, the
+    downstream tests (``version_root``) copy its root."""
+    from tests.downstream import run_sample_pipeline
+
+    return run_sample_pipeline(tmp_path_factory.mktemp("pipeline") / "root")
+
+
+@pytest.fixture(scope="session")
+def version_root(pipeline_run):
+    """A root holding a published, evaluated dataset version of sample_docs/ (tests/downstream.py
+    ``sample_version``); tests take a private copy (``private_copy``)."""
+    from tests.downstream import sample_version
+
+    return sample_version(pipeline_run)
 
 
 @pytest.fixture(scope="session")

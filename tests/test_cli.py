@@ -26,11 +26,12 @@ def ragprep(*args: str, api_url: str, timeout: int = 300) -> subprocess.Complete
 
 
 @pytest.fixture(scope="module")
-def demo_root(prefect_server, tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli") / "data"
-    proc = ragprep("run", str(SAMPLE_DOCS), "--root", str(root), api_url=prefect_server)
+def demo_root(demo_run):
+    """(root, process) of the session's ``ragprep run sample_docs/`` (conftest ``demo_run``: what ``make demo``
+    runs, on a fresh HOME, the run the no-outbound-network test traces); the tests here work on its root."""
+    proc = demo_run.proc
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return root, proc
+    return demo_run.root, proc
 
 
 def test_run_prints_summary_and_plain_progress(demo_root):

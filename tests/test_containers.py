@@ -44,6 +44,10 @@ def test_compose_parses_and_its_build_and_paths_exist():
     deploy_command = " ".join(services["deploy"]["command"])
     prefect_file = re.search(r"--prefect-file (\S+)", deploy_command).group(1)
     assert (REPO / prefect_file).is_file()
+    # The deployments that write the tables go to the 'builds' queue (deploy/prefect.yaml): compose must give it the
+    # same limit of one run as `ragprep serve` does, or overlapping builds fail instead of queueing.
+    assert "work-queue create builds --pool ragprep --limit 1" in deploy_command
+    assert "work_queue_name: builds" in (REPO / prefect_file).read_text(encoding="utf-8")
 
 
 def test_the_report_page_service_serves_the_workers_data_volume_read_only():

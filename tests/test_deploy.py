@@ -99,3 +99,35 @@ def test_io_and_llm_tasks_retry_transient_errors_only():
     assert wrappers._retryable(None, None, Failed(data=OSError("share went away"))) is True
     assert wrappers._retryable(None, None, Failed(data=RagprepError("fix the setting"))) is False
     assert wrappers._retryable(None, None, Failed(data=TimeoutError())) is False
+
+
+def test_a_redeploy_keeps_the_parameters_an_operator_set_and_takes_the_code_for_the_rest():
+    from flows.deployments import merged_parameters
+
+    recorded = {"root": "/r", "paths": ["/data/corpus"], "workers": 2}  # the code's parameters at the last deploy
+    deployed = {"root": "/r", "paths": ["/mnt/share"], "workers": 2, "ocr": False}  # paths and ocr set in the UI
+    code = {"root": "/r", "paths": ["/data/corpus"], "workers": 4}  # the code now raises workers
+    assert merged_parameters(code, deployed, recorded) == {"root": "/r", "paths": ["/mnt/share"], "workers": 4, "ocr": False}
+    assert merged_parameters(code, None, None) == code  # a new deployment: the code's
+    # deployed before serve kept records: every value that differs from the code counts as the operator's
+    assert merged_parameters(code, deployed, None) == {"root": "/r", "paths": ["/mnt/share"], "workers": 2, "ocr": False}
+
+
+def test_the_code_version_changes_with_the_entry_or_the_flow_source_only(tmp_path):
+    from flows.deployments import code_version, load_spec, select
+
+    [entry] = select(load_spec(REPO / "deploy" / "prefect.yaml"), ["nightly-test-reports"])
+    same = code_version(entry, tmp_path)
+    assert same == code_version(dict(entry), tmp_path) and same.startswith("code-")
+    assert code_version({**entry, "parameters": {**entry["parameters"], "workers": 3}}, tmp_path) != same
+    assert code_version(entry, tmp_path / "other-root") != same  # the root is part of what is deployed
+    with pytest.raises(Exception, match="has no deployment nope; known: ingest-on-demand"):
+        select(load_spec(REPO / "deploy" / "prefect.yaml"), ["nope"])
+
+
+def test_build_deployments_share_the_queue_with_limit_one_and_every_deployment_is_tagged():
+    builds = {"ingest-on-demand", "full-build", "quotes-and-negatives", "nightly-test-reports"}
+    for deployment in _spec()["deployments"]:
+        assert "ragprep" in deployment["tags"], deployment["name"]  # the failure automation matches this tag
+        queue = deployment["work_pool"].get("work_queue_name")
+        assert (queue == "builds") == (deployment["name"] in builds), deployment["name"]

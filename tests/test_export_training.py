@@ -10,14 +10,9 @@ from tasks.dataset.snapshot import load_snapshot
 from tasks.dataset.versions import dataset_store, find_version, read_version_table
 from tasks.export.training import export_training
 from tasks.mmdoc.negatives import normalised
-from tests.downstream import private_copy, sample_version, use_hashing_embedder
+from tests.downstream import private_copy, use_hashing_embedder
 
 FILES = ("retriever_train.jsonl", "reranker_train.jsonl", "sft_train.jsonl", "sft_mm_train.jsonl")
-
-
-@pytest.fixture(scope="module")
-def version_root(tmp_path_factory):
-    return sample_version(tmp_path_factory)
 
 
 @pytest.fixture

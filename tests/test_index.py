@@ -423,6 +423,24 @@ def test_passages_cut_on_structure_with_section_paths_and_the_standard_in_the_co
     assert len(rows) == 40  # every row once
 
 
+def test_heading_lines_stay_in_passages_and_a_table_keeps_its_title_and_source_line():
+    from tasks.index.passages import cut_passages
+
+    cover = ("# 검토보고서\n\n#### < 위원 후보 추천 단체 명시 >\n\n#### ▣ 이수진 의원 대표발의(의안번호 제2125318호)\n\n"
+             "2024. 5.\n\n### 환경노동위원회\n\n#### 수석전문위원 오창석\n\n목 차")
+    bodies = "\n".join(p.body for p in cut_passages("c", cover, ["검토보고서"], "L"))
+    for heading in ("< 위원 후보 추천 단체 명시 >", "제2125318호", "환경노동위원회", "오창석"):
+        assert heading in bodies  # headings with nothing or a date under them were in no passage's text or section
+    assert "# 검토보고서" not in bodies  # the chunk's own title is in every passage's context already
+    filler = " ".join(f"word{i}" for i in range(150))
+    text = (f"{filler}.\n\n## Results\n\n2. Regional committees\n\nSource: ministry\n\n| city | total |\n|---|---|\n"
+            "| Seoul | 40 |")
+    passages = cut_passages("c", text, [], "L", min_words=30, max_words=200)
+    table = next(p for p in passages if "| Seoul | 40 |" in p.body)
+    assert table.body.startswith("2. Regional committees\n\nSource: ministry\n\n| city | total |")
+    assert table.section == "Results"  # a heading over real content is in the section path, not repeated in the body
+
+
 def test_standard_names_and_korean_word_counts():
     from tasks.index.passages import document_label, standard_names, words
 
@@ -445,6 +463,39 @@ def test_passages_expand_to_their_chunk_and_hits_show_their_section(indexed):
     assert set(index.chunk_ids) == {r["chunk_id"] for r in index.table.to_arrow().select(["chunk_id"]).to_pylist()}
 
 
+def test_search_uses_the_published_query_adapter_and_names_it(root):
+    from tasks.train.loading import query_encoder
+    from tasks.train.models import ADAPTER, save_model
+
+    settings, layout = Settings(root=root), Layout(root)
+    manifest = SearchIndex.open(root / "index" / "v1").manifest
+    plain = search_index(settings, QUESTION, 3, "dense", encoder=lambda e: query_encoder(layout, e))
+    assert plain.encoder.endswith("(vanilla: no published query adapter)")
+
+    def publish(model_id: str, weights: np.ndarray) -> None:
+        save_model(layout, ADAPTER, model_id, {"model_id": model_id, "embedder": manifest.embedder_name},
+                   lambda d: np.save(d / "adapter.npy", weights.astype(np.float32)))
+
+    publish("identity", np.eye(manifest.dim))  # changes no query vector: the same hits, now named
+    same = search_index(settings, QUESTION, 3, "dense", encoder=lambda e: query_encoder(layout, e))
+    assert same.encoder == f"{manifest.embedder_name} + trained query adapter identity"
+    assert [h["passage_id"] for h in same.hits] == [h["passage_id"] for h in plain.hits]
+    publish("negated", -np.eye(manifest.dim))  # the least similar passages first: the adapter is really applied
+    flipped = search_index(settings, QUESTION, 3, "dense", encoder=lambda e: query_encoder(layout, e))
+    assert flipped.hits[0]["passage_id"] not in {h["passage_id"] for h in plain.hits}
+    assert f"queries encoded by {manifest.embedder_name} + trained query adapter negated" in flipped.report().notes
+    from tasks.evaluate.queries import run_query_evaluation  # evaluate --queries scores what search uses, and vanilla
+
+    lines = [line for line in (REPO / "tests" / "data" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+             if json.loads(line)["document"] == "crash_report_frontal_offset.pptx"]
+    path = root / "frontal.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_query_evaluation(settings, path)
+    by = {(s.system, s.mode): s for s in result.scores}
+    assert by[("ragprep passages", "dense")].mrr_at_10 < by[("ragprep passages, vanilla encoder", "dense")].mrr_at_10
+    assert "trained query adapter negated" in result.reports()[0].notes[0]
+
+
 def test_weighted_fusion_and_query_language():
     from ragprep.retrieval import Fusion, query_language
 
@@ -465,16 +516,16 @@ def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(index
     path = tmp_path / "decks.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = run_query_evaluation(Settings(root=root), path)
-    assert result.languages == {"en": 6, "ko": 6} and Path(result.written).is_file()
+    assert result.languages == {"en": 6, "ko": 10} and Path(result.written).is_file()
     systems = {(s.lang, s.system, s.mode): s for s in result.scores}
     for lang in ("en", "ko"):
         assert {(lang, "one unit per page/slide", "bm25"), (lang, "400-word windows", "bm25")} <= set(systems)
         product = systems[(lang, "ragprep passages", "hybrid (default)")]
         assert product.answer_at_10 == 1.0 and product.median_chars_hit1 < 1000, product
-    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 12
+    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 16
     assert all(row["hit1"] for row in result.per_query)
     titles = [r.title for r in result.reports()]
-    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 6 questions of decks.jsonl"]
+    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 10 questions of decks.jsonl"]
 
 
 def test_ask_endpoint_keeps_the_index_loaded_and_finds_every_window_embedded_at_index_time(root):

@@ -9,7 +9,6 @@ import pytest
 from rich.console import Console
 
 from ragprep.progress import NullProgress, RichProgress, Throttled
-from tests.conftest import SAMPLE_DOCS
 
 
 def test_rich_progress_shows_documents_and_units():
@@ -63,53 +62,10 @@ def test_throttled_logs_first_last_and_at_most_every_interval():
     assert all(b - a >= 5.0 for a, b in zip(times, times[1:]))
 
 
-class RecordingSink:
-    """Every progress event, as (event, name[, detail])."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple] = []
-
-    def begin_run(self, n_documents):
-        self.events.append(("begin_run", n_documents))
-
-    def begin_document(self, name):
-        self.events.append(("begin_document", name))
-        return lambda done, total: self.events.append(("advance_document", name, done, total))
-
-    def end_document(self, name, status):
-        self.events.append(("end_document", name, status))
-
-    def end_run(self):
-        self.events.append(("end_run",))
-
-    def begin_stage(self, name, unit):
-        self.events.append(("begin_stage", name))
-        return lambda done, total: self.events.append(("advance", name, done, total))
-
-    def end_stage(self, name, status):
-        self.events.append(("end_stage", name, status))
-
-
-class RecordingLogger:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, message, *args):
-        self.lines.append(message % args if args else message)
-
-    warning = error = debug = info
-
-
 @pytest.mark.slow
-def test_every_stage_reports_progress_and_negatives_logs(tmp_path, monkeypatch, prefect_server):
-    from flows.pipeline import pipeline_flow
-    from ragprep import progress
-
-    sink = RecordingSink()
-    logger = RecordingLogger()
-    monkeypatch.setattr(progress, "_current", sink)
-    monkeypatch.setattr("tasks.wrappers.get_run_logger", lambda: logger)
-    pipeline_flow(paths=[str(SAMPLE_DOCS)], root=str(tmp_path / "root"), workers=2, ocr=False)
+def test_every_stage_reports_progress_and_negatives_logs(pipeline_run):
+    """The session's pipeline_flow run over sample_docs/ (conftest ``pipeline_run``, recorded while it ran)."""
+    sink, logger = pipeline_run.sink, pipeline_run.logger
 
     stages = ["describe", "correct", "headers", "qa", "judge", "quotes", "negatives", "negatives: embedding", "dataset"]
     for stage in stages:

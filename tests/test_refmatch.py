@@ -271,6 +271,15 @@ def test_the_extractive_answer_quotes_the_best_matching_passage_or_says_none_mat
     # the best passage has nothing on the question: the next one that has answers
     assert extractive_sentences("Which frontal offset test is reviewed?", passages) == ["Review frontal offset test FO-2024-017."]
     assert answer_body(extractive_answer("What colour is the crash dummy's jacket?", passages)) == NO_ANSWER
+    # a first passage that matches only through its section gives way to a later one whose own sentence holds the question
+    side = [
+        Passage("s1", "fmvss214.pdf", "p. 17", "S7 Moving deformable barrier pelvis acceleration test",
+                "The acceleration data of the head are filtered at channel frequency class 1000 Hz."),
+        Passage("s2", "fmvss214.pdf", "p. 6", "S7.1 Requirements",
+                "The peak lateral acceleration of the pelvis shall not exceed 130 g."),
+    ]
+    assert extractive_sentences("What is the peak lateral pelvis acceleration limit in the barrier test?", side) == [
+        "The peak lateral acceleration of the pelvis shall not exceed 130 g."]
 
 
 # -- the refmatch stage over a JSONL ------------------------------------------------------------
@@ -353,6 +362,8 @@ def test_ask_answers_extractively_and_cites_the_table_row(indexed):
     assert 0 < result.scorer_calls <= result.naive_calls < result.naive_calls_corpus
     lines = result.lines()
     assert lines[1] == EXTRACTIVE_LABEL and any("-> [" in line for line in lines)
+    assert result.encoder.endswith("(vanilla: no published query adapter)")  # which model retrieved is shown
+    assert f"Retrieved with {result.encoder}; re-ranked by {result.reranker}." in lines
 
 
 def test_cli_ask_json_and_refmatch_flow(indexed, tmp_path, prefect_server):

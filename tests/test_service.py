@@ -32,12 +32,14 @@ def _run(name: str, parameters: dict, timeout: float = 240):
 @pytest.fixture
 def service(prefect_server, tmp_path, monkeypatch):
     """serve-style setup on the session's Prefect server: work pool, the nightly deployment, a worker, the web root."""
-    from flows.serve import Service
+    from flows.serve import Service, free_port
+    from ragprep.settings import ServeSettings
 
     monkeypatch.setenv("RAGPREP_OCR__ENABLED", "false")
     monkeypatch.setenv("RAGPREP_LLM__PROVIDER", "heuristic")
     monkeypatch.setenv("RAGPREP_SERVE_STATE", str(tmp_path / "serve.json"))
-    svc = Service(tmp_path / "root", deployments=["nightly-test-reports"], api_url=prefect_server).start()
+    svc = Service(tmp_path / "root", ServeSettings(web_port=free_port()), deployments=["nightly-test-reports"],
+                  api_url=prefect_server).start()
     yield svc
     svc.stop()
 

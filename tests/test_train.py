@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,10 +20,10 @@ from tasks.train.adapter import (
     normalise_rows,
     train_adapter,
 )
-from tasks.train.models import ADAPTER, LINEAR_RERANKER, latest_model
+from tasks.train.models import ADAPTER, LINEAR_RERANKER, latest_model, load_model
 from tasks.train.reranker import EmbedderReranker, LogisticModel, PairFeatures, fit_logistic, windows
 from tasks.train.st import sentence_transformers_missing
-from tests.downstream import HashingEmbedder, private_copy, sample_version, use_hashing_embedder
+from tests.downstream import HashingEmbedder, private_copy, use_hashing_embedder
 
 
 def synthetic(seed=0, n=300, m=150, d=24, distortion=1.5, noise=0.8):
@@ -69,12 +70,25 @@ def test_an_adapter_that_hurts_held_out_questions_is_not_kept():
     assert result.best_step == 0 and np.allclose(result.weights, np.eye(passages.shape[1]))
 
 
-def test_held_out_chunks_are_a_stable_share():
-    from tasks.train.run import held_out_chunks
+def test_held_out_documents_are_a_stable_share_never_all_or_none():
+    from tasks.train.run import held_out_documents
 
-    ids = {f"chunk{i}" for i in range(1000)}
-    held = held_out_chunks(ids, 0.2)
-    assert 150 < len(held) < 250 and held == held_out_chunks(ids, 0.2) and held_out_chunks(ids, 0.0) == set()
+    docs = {f"doc{i}" for i in range(20)}
+    held = held_out_documents(docs, 0.25)
+    assert len(held) == 5 and held == held_out_documents(docs, 0.25) and held <= docs
+    assert len(held_out_documents({"a", "b"}, 0.9)) == 1  # never every document
+    assert held_out_documents({"a"}, 0.25) == set() and held_out_documents(docs, 0.0) == set()
+
+
+def test_a_model_that_is_not_published_leaves_latest_alone(tmp_path):
+    from tasks.train.models import save_model
+
+    layout = Layout(tmp_path)
+    save_model(layout, ADAPTER, "good", {"model_id": "good"}, lambda d: (d / "x").write_text("1"))
+    save_model(layout, ADAPTER, "worse", {"model_id": "worse"}, lambda d: (d / "x").write_text("2"), publish=False)
+    assert latest_model(layout, ADAPTER).model_id == "good" and (tmp_path / "models" / ADAPTER / "worse" / "x").exists()
+    save_model(layout, ADAPTER, "good", {"model_id": "good"}, lambda d: (d / "x").write_text("3"), publish=False)
+    assert latest_model(layout, ADAPTER) is None  # the published id lost on a rerun: nothing of it stays in use
 
 
 def test_hard_negatives_enter_the_loss():
@@ -126,32 +140,33 @@ def test_windows_and_the_embedder_cross_score():
     assert scores[0] > full[0]  # the late window matches better than the whole text
 
 
-@pytest.fixture(scope="module")
-def version_root(tmp_path_factory):
-    return sample_version(tmp_path_factory)
-
-
 def test_train_retriever_and_reranker_save_models_with_cards(version_root, tmp_path, monkeypatch):
     from tasks.train.run import run_train
 
     embedder = use_hashing_embedder(monkeypatch)
     settings = private_copy(version_root, tmp_path)
     report = run_train(settings, "retriever", steps=40)
-    stored = latest_model(Layout(settings.root), ADAPTER)
-    assert stored is not None and stored.model_id == report.model_id
+    stored = load_model(Path(report.path))
     card = json.loads((stored.path / "card.json").read_text())
     assert card["embedder"] == embedder.name and card["version_id"] == report.version_id and card["steps"] == 40
     assert card["counts"]["train_questions"] > 0 and "fit_mrr_10_at_kept_step" in card["metrics"]
-    assert card["counts"]["selection_questions"] > 0  # val is small: held-out train chunks choose the step
-    assert card["counts"]["fit_questions"] + card["counts"]["selection_questions"] - card["counts"]["val_questions"] \
-        == card["counts"]["train_questions"]
+    # the step is chosen on the questions of held-out documents, which the adapter never trained on
+    assert card["counts"]["selection_questions"] > 0 and card["held_out_documents"]
+    metrics = card["metrics"]
+    published = metrics["selection_mrr_10_at_kept_step"] > metrics["selection_mrr_10_before"]
+    assert card["published"] is published is report.published
+    latest = latest_model(Layout(settings.root), ADAPTER)
+    assert (latest is not None and latest.model_id == report.model_id) is published
+    verdict = card["notes"][0]
+    assert verdict.startswith("published" if published else "NOT PUBLISHED")
+    assert f"trained {metrics['selection_mrr_10_at_kept_step']:.3f} vs vanilla {metrics['selection_mrr_10_before']:.3f}" in verdict
     assert np.load(stored.path / "adapter.npy").shape == (embedder.dim, embedder.dim)
     assert (settings.root / "exports" / "training" / report.version_id / "card.json").exists()  # exported on the way
     again = run_train(settings, "retriever", steps=40)
     assert again.model_id == report.model_id  # same inputs, same model id
     rerank = run_train(settings, "reranker", steps=100)
     linear = latest_model(Layout(settings.root), LINEAR_RERANKER)
-    assert linear is not None and linear.model_id == rerank.model_id
+    assert (linear is not None and linear.model_id == rerank.model_id) is rerank.published
     assert set(rerank.card["metrics"]) >= {"train_gold_first", "train_gold_first_cosine"}
 
 

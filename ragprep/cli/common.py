@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ragprep import __version__
+from ragprep.errorlog import quiet_user_errors
 from ragprep.errors import RagprepError
 from ragprep.library_logs import quiet_library_loggers
 from ragprep.offline import disable_vendor_telemetry
@@ -113,23 +114,8 @@ def _use_prefect_api() -> None:
     use_prefect_api()  # a RagprepError reaches the command's ``user_errors``: one line, exit 2
 
 
-class _UserErrorsOnOneLine(logging.Filter):
-    """Prefect logs a failed task or flow with its traceback; for an error the user can fix (a
-    ``RagprepError``, a missing file) the message alone says what to do, so the traceback is dropped."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, (RagprepError, FileNotFoundError)) or (exc is not None and is_disk_full(exc)):
-            record.exc_info = None
-            record.exc_text = None
-        return True
-
-
 def _quiet_user_errors() -> None:
-    for name in ("prefect.task_runs", "prefect.flow_runs"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _UserErrorsOnOneLine) for f in logger.filters):
-            logger.addFilter(_UserErrorsOnOneLine())
+    quiet_user_errors()
 
 
 def check_paths(paths: list[Path]) -> None:

@@ -67,9 +67,12 @@ def search(
     Warns (on stderr) when the index was built from another dataset version than LATEST or with another embedder.
     """
     settings = settings_for(root)
+    from ragprep.storage import Layout
     from tasks.index.search import search_index
+    from tasks.train.loading import query_encoder
 
-    result = search_index(settings, query, k, mode.value if mode else None, variant.value if variant else None)
+    result = search_index(settings, query, k, mode.value if mode else None, variant.value if variant else None,
+                          encoder=lambda embedder: query_encoder(Layout(settings.root), embedder))
     if not warned_or_json(result, as_json):
         print_report(result.report())
 

@@ -10,7 +10,8 @@ holds every answer key (compared after NFKC, lower-casing and removing whitespac
 * ``median chars of hit 1`` — how much a reader has to read.
 
 Scored in one run, with the same embedder and BM25 tokenizer: the product's index (the passages of
-``ragprep index``: hybrid as configured, BM25, dense) and two baselines read from the source files
+``ragprep index``: hybrid as configured, BM25, dense; queries encoded as ``search`` encodes them, through the
+published query adapter when there is one, and then also with the vanilla embedder) and two baselines read from the source files
 (``tasks/evaluate/baselines.py``: one unit per page/slide, 400-word windows with 50 overlap), scored
 with BM25 and, when ``evaluate.dense_baselines`` is on, dense and hybrid too.
 ``tune_fusion`` chooses the hybrid's RRF constant and BM25 weight per language on the query set and
@@ -231,6 +232,7 @@ class QueryEvaluation(BaseModel):
     per_query: list[dict]
     naming: dict[str, int] = {}
     written: str | None = None
+    encoder: str = ""
 
     def reports(self) -> list[Report]:
         """One table per language: system, mode, answer@1, answer@10, MRR@10, median chars of hit 1."""
@@ -238,7 +240,8 @@ class QueryEvaluation(BaseModel):
         for lang in self.languages:
             rows = [[s.system, s.mode, f"{s.answer_at_1:.2f}", f"{s.answer_at_10:.2f}", f"{s.mrr_at_10:.2f}",
                      f"{s.median_chars_hit1:,.0f}"] for s in self.scores if s.lang == lang]
-            notes = [f"hybrid fusion used by search ({lang}): {self.fusion.get(lang, '')}",
+            notes = [f"hybrid fusion used by search ({lang}): {self.fusion.get(lang, '')}; ragprep passages' queries encoded "
+                     f"by {self.encoder or 'the index embedder'}",
                      f"{self.naming.get(lang, 0)} of {self.languages[lang]} questions name their document's standard "
                      "or file-name words (the leak that makes generated questions a title lookup)"]
             for t in self.tuning:
@@ -299,6 +302,7 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
     from tasks.evaluate.baselines import page_units, window_units
     from tasks.index.search import fusion_for
     from tasks.index.store import SearchIndex, index_folder
+    from tasks.train.loading import query_encoder
 
     say = progress or (lambda _: None)
     baseline_dense = settings.evaluate.dense_baselines if baseline_dense is None else baseline_dense
@@ -309,8 +313,15 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
     layout = Layout(settings.root)
     embedder = make_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
     query_vectors = embed_queries(embedder, questions)
-    product = unit_rankings("ragprep passages", _product_units(index), questions, query_vectors, index.vectors(), index.bm25)
+    encoder, encoder_name = query_encoder(layout, embedder)  # what `search` and `ask` encode queries with
+    units = _product_units(index)
+    product = unit_rankings("ragprep passages", units, questions,
+                            embed_queries(encoder, questions) if encoder is not embedder else query_vectors,
+                            index.vectors(), index.bm25)
     systems = [product]
+    if encoder is not embedder:  # a published query adapter: the vanilla embedder's figures beside it
+        systems.append(unit_rankings("ragprep passages, vanilla encoder", units, questions, query_vectors, index.vectors(),
+                                     index.bm25))
     sources = _source_paths(index)
     for name, units in (("one unit per page/slide", page_units(sources)), ("400-word windows", window_units(sources))):
         say(f"baseline {name}: {len(units)} units")
@@ -338,7 +349,8 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
                for lang in languages}
     naming = {lang: sum(names_document(q) for q in queries if q.lang == lang) for lang in languages}
     result = QueryEvaluation(queries_file=str(path), questions=len(queries), languages=languages, index=str(folder),
-                             fusion=fusions, scores=scores, tuning=tuning, per_query=per_query, naming=naming)
+                             fusion=fusions, scores=scores, tuning=tuning, per_query=per_query, naming=naming,
+                             encoder=encoder_name)
     out = layout.evaluations_dir / "queries" / f"{path.stem}.json"
     layout.write_json(out, result.model_dump())
     return result.model_copy(update={"written": str(out)})

@@ -2,7 +2,9 @@
 
 A chunk (one slide, one chapter or a window of pages) stays the unit of QA generation and provenance;
 retrieval needs smaller units. ``cut_passages`` splits a chunk's text into blocks — paragraphs, list
-items, Markdown tables (with the short caption line before them), headings, a slide's speaker notes —
+items, Markdown tables (with up to two short lines before them: a caption, a title, a source line), the heading
+lines with (almost) nothing under them (a cover page made of headings; the others are in the section path of what
+follows them; a heading opens a passage and never closes one), a slide's speaker notes —
 and packs consecutive blocks into passages of about ``min_words``..``max_words`` words (a Korean word
 without spaces counts one per ``KO_CHARS_PER_WORD`` syllables). A block longer than ``max_words`` is
 split: a table into groups of rows with its header row repeated, a paragraph into sentence groups.
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 MIN_WORDS = 100
 MAX_WORDS = 300
 KO_CHARS_PER_WORD = 3
+BARE_HEADING_WORDS = 5
+"""A heading with fewer words than this under it is kept in the passage body (see ``_bare_headings_only``)."""
 """A run of Hangul counts one word per this many syllables (Korean PDFs often lose their spaces)."""
 
 _HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
@@ -150,21 +154,50 @@ def split_blocks(markdown: str, base: Sequence[str] = ()) -> list[_Block]:
             continue
         heading = _HEADING_RE.match(text.split("\n", 1)[0])
         if heading and "\n" not in text:
-            level = len(heading.group(1))
-            headings = [h for h in headings if h[0] < level] + [(level, heading.group(2).strip())]
+            level, title = len(heading.group(1)), heading.group(2).strip()
+            headings = [h for h in headings if h[0] < level] + [(level, title)]
             clause = None
+            if title not in base:  # the chunk's own title is in every passage's context already
+                blocks.append(_Block("heading", text, tuple(_path(base, headings))))
             continue
         kind = "notes" if in_notes else _kind(text)
         if kind == "text":
             clause = _clause(text) or clause
-        path = list(base)
-        for _, title in headings:
-            if not all(part.strip() in path for part in title.split(" / ")):
-                path.append(title)
+        path = _path(base, headings)
         if clause and kind != "notes":
             path.append(clause)
         blocks.append(_Block(kind, text, tuple(path)))
-    return blocks
+    return _bare_headings_only(blocks)
+
+
+def _heading_level(block: _Block) -> int:
+    return len(block.text) - len(block.text.lstrip("#"))
+
+
+def _bare_headings_only(blocks: list[_Block]) -> list[_Block]:
+    """Blocks without the heading lines that head real content (their text is in the section path of what follows);
+    a heading with fewer than ``BARE_HEADING_WORDS`` words under it before the next heading of its level or above (a
+    cover page of headings, a title over a date) stays in the body, since no passage's section path would show it."""
+    out = []
+    for i, block in enumerate(blocks):
+        if block.kind == "heading":
+            level, under = _heading_level(block), 0
+            for later in blocks[i + 1:]:
+                if later.kind == "heading" and _heading_level(later) <= level:
+                    break
+                under += words(later.text) if later.kind != "heading" else 0
+            if under >= BARE_HEADING_WORDS:
+                continue
+        out.append(block)
+    return out
+
+
+def _path(base: Sequence[str], headings: Sequence[tuple[int, str]]) -> list[str]:
+    path = list(base)
+    for _, title in headings:
+        if not all(part.strip() in path for part in title.split(" / ")):
+            path.append(title)
+    return path
 
 
 def _table_groups(text: str, max_words: int) -> Iterator[str]:
@@ -207,14 +240,17 @@ def _pieces(blocks: list[_Block], max_words: int) -> list[_Block]:
 
 
 def _attach_captions(blocks: list[_Block]) -> list[_Block]:
-    """A short caption line just before a table travels with the table."""
+    """The short lines just before a table travel with it: at most two (its title and a source line, say), each
+    a ``Table N`` caption or at most 12 words."""
     out: list[_Block] = []
     for block in blocks:
-        if block.kind == "table" and out and out[-1].kind == "text" and (
+        lead: list[_Block] = []
+        while block.kind == "table" and out and len(lead) < 2 and out[-1].kind in ("text", "list", "heading") and (
             _CAPTION_RE.match(out[-1].text) or words(out[-1].text) <= 12
         ):
-            caption = out.pop()
-            block = _Block("table", f"{caption.text}\n\n{block.text}", caption.section or block.section)
+            lead.insert(0, out.pop())
+        if lead:
+            block = _Block("table", "\n\n".join([*(b.text for b in lead), block.text]), lead[0].section or block.section)
         out.append(block)
     return out
 
@@ -228,8 +264,10 @@ def _pack(blocks: list[_Block], min_words: int, max_words: int) -> list[list[_Bl
         notes_boundary = current and (block.kind == "notes") != (current[-1].kind == "notes") and size >= min_words // 2
         section_boundary = current and block.section != current[-1].section and size >= min_words
         if current and (size + n > max_words or notes_boundary or section_boundary):
-            groups.append(current)
-            current, size = [], 0
+            carried = _trailing_headings(current)  # a heading opens the next passage, never closes one
+            if len(carried) < len(current):
+                groups.append(current[:len(current) - len(carried)])
+                current, size = carried, sum(words(b.text) for b in carried)
         current.append(block)
         size += n
     if current:
@@ -238,6 +276,13 @@ def _pack(blocks: list[_Block], min_words: int, max_words: int) -> list[list[_Bl
         else:
             groups.append(current)
     return groups
+
+
+def _trailing_headings(group: list[_Block]) -> list[_Block]:
+    end = len(group)
+    while end and group[end - 1].kind == "heading":
+        end -= 1
+    return group[end:]
 
 
 def _section_of(group: list[_Block]) -> str:

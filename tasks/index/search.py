@@ -8,9 +8,12 @@ a warning line for each difference and the command that rebuilds it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import BaseModel
 from rich.markup import escape
 
+from ragprep.engines.embedder import Embedder
 from ragprep.engines.embedders import EmbedderConfigError, EmbedderSpec
 from ragprep.report import Report
 from ragprep.retrieval import Fusion, check_mode, query_language
@@ -35,6 +38,7 @@ class SearchResult(BaseModel):
     index_embedder: str
     warnings: list[str]
     hits: list[dict]
+    encoder: str = ""
 
     def report(self) -> Report:
         """The hits as a table for the terminal: rank, score, document, slide/page, section path, split, start of the text.
@@ -45,7 +49,7 @@ class SearchResult(BaseModel):
         return Report(
             title=escape(f"{self.mode} search ({self.variant}, version {self.index_version}): {self.query}"),
             columns=["#", "score", "document", "slide/page", "section", "split", "text"], rows=rows,
-            notes=[] if rows else ["no passage matched"],
+            notes=([] if rows else ["no passage matched"]) + ([f"queries encoded by {self.encoder}"] if self.encoder else []),
         )
 
 
@@ -83,9 +87,15 @@ def staleness_warnings(manifest: IndexManifest, settings: Settings) -> list[str]
     return warnings
 
 
+Encoder = Callable[[Embedder], tuple[Embedder, str]]
+"""From the index's embedder to what encodes the queries and its name (the CLI passes the published query adapter)."""
+
+
 def search_index(settings: Settings, query: str, k: int = 10, mode: str | None = None,
-                 variant: str | None = None) -> SearchResult:
-    """Search the ``variant`` index (default ``index.variant``) in ``mode`` (default ``index.mode``)."""
+                 variant: str | None = None, encoder: Encoder | None = None) -> SearchResult:
+    """Search the ``variant`` index (default ``index.variant``) in ``mode`` (default ``index.mode``).
+
+    ``encoder`` wraps the index's embedder for the query (a trained query adapter); the result names what encoded it."""
     mode = check_mode(mode or settings.index.mode)
     variant = variant or settings.index.variant
     index = opened_index(index_folder(settings, variant))  # loaded once per process
@@ -93,7 +103,11 @@ def search_index(settings: Settings, query: str, k: int = 10, mode: str | None =
     warnings = staleness_warnings(manifest, settings)
     embedder = index_embedder(manifest.embedder, settings, Layout(settings.root).embeddings_cache_dir) \
         if mode != "bm25" else None  # the one embedder of the index (queries are never cached)
+    used = "none (BM25 only)"
+    if embedder is not None:
+        embedder, used = encoder(embedder) if encoder else (embedder, f"{embedder.name} (vanilla)")
     hits = index.search(query, k, mode, embedder, settings.index.rrf_k, settings.index.rrf_depth,
                         fusion_for(settings.index, query))
     return SearchResult(query=query, mode=mode, k=k, variant=variant, index_version=manifest.version_id,
-                        index_embedder=manifest.embedder_name, warnings=warnings, hits=[h.as_dict() for h in hits])
+                        index_embedder=manifest.embedder_name, warnings=warnings, hits=[h.as_dict() for h in hits],
+                        encoder=used)

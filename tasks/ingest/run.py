@@ -47,6 +47,10 @@ from tasks.ingest.extract.base import OutlineEntry
 _cache_log = logging.getLogger("ragprep.cache")
 
 
+class MissingInputError(RagprepError, FileNotFoundError):
+    """An input path does not exist (a typo, or a share that is not mounted): final at once, never retried."""
+
+
 class NothingIngestedError(RagprepError):
     """A run found no documents, or every document failed: the run must not look like a success.
 
@@ -130,7 +134,7 @@ def discover(paths: Sequence[Path], settings: Settings) -> list[DocumentRef]:
     found: dict[str, Path] = {}
     for path in paths:
         if not path.exists():
-            raise FileNotFoundError(f"{path}: no such file or directory")
+            raise MissingInputError(f"{path}: no such file or folder; mount the share or fix the paths given")
         if path.is_dir():
             for child in sorted(path.rglob("*")):
                 hidden = any(part.startswith(".") for part in child.relative_to(path).parts)

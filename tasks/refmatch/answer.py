@@ -4,7 +4,8 @@ Prompt ``answer_question`` (``prompts/answer_question/v1.toml``) gets the questi
 (their ``title`` is the passage's section path). The heuristic provider's rule is **extractive**: it
 answers from the best passage that has a sentence (or table row) matching the question — one that
 holds at least ``MATCH`` of the question's content-word weight (rare words weigh more), counting what
-the passage's document, section and header say — and quotes that passage's matching sentences, best
+the passage's document, section and header say; the first in retrieval order whose best such sentence is
+within ``CLOSE`` of the best one retrieved — and quotes that passage's matching sentences, best
 first (those within ``CLOSE`` of its best one, at most ``max_sentences``, in the passage's order). It says so on its first line
 (``EXTRACTIVE_LABEL``), which is not part of the answer the matcher cites, and answers
 ``NO_ANSWER`` when no retrieved passage has a matching sentence.
@@ -130,11 +131,14 @@ def matching_sentences(question: str, passages: Sequence[Passage]) -> list[tuple
 def extractive_sentences(question: str, passages: Sequence[Passage], max_sentences: int = 3) -> list[str]:
     """The best passage's sentences (table rows too) that match the question, best ``max_sentences`` in passage order.
 
-    The best passage is the first in retrieval order with a matching sentence; empty when none has one."""
+    The best passage is the first in retrieval order whose best matching sentence scores at least ``CLOSE`` of the best
+    matching sentence of any retrieved passage (retrieval order breaks near-ties; a first passage that matches only
+    through its context gives way to one whose own sentence holds the question); empty when none has one."""
     found = matching_sentences(question, passages)
     if not found:
         return []
-    best = min(rank for rank, _, _, _ in found)
+    top = max(score for _, score, _, _ in found)
+    best = min(rank for rank, score, _, _ in found if score >= CLOSE * top)
     mine = sorted((f for f in found if f[0] == best), key=lambda f: (-f[1], f[2]))
     mine = [f for f in mine if f[1] >= CLOSE * mine[0][1]]  # the sentences about as good as the best one
     chosen = list(dict.fromkeys((position, text) for _, _, position, text in mine))[:max_sentences]

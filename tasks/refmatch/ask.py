@@ -82,6 +82,7 @@ class AskResult(BaseModel):
     segments: list[AskSegment]
     reranker: str
     scorer: str
+    encoder: str = ""
     threshold: float
     scorer_calls: int
     naive_calls: int
@@ -108,6 +109,7 @@ class AskResult(BaseModel):
         out.append("Passages:")
         out += [f"  [{p.number}] {p.document}, {p.where or '-'}: {p.section or p.title} (re-rank {p.rerank_score:.3f})"
                 for p in self.passages]
+        out.append(f"Retrieved with {self.encoder or '-'}; re-ranked by {self.reranker}.")
         out.append(f"Matched with {self.scorer}: {self.scorer_calls} scorer calls; every span x every passage would take "
                    f"{self.naive_calls}, x every indexed passage {self.naive_calls_corpus}. {self.seconds:.1f}s in all.")
         return out
@@ -199,13 +201,15 @@ def ask(settings: Settings, question: str, k: int | None = None, variant: str | 
     from tasks.index.loaded import index_embedder, opened_index
     from tasks.index.search import fusion_for, staleness_warnings
     from tasks.index.store import index_folder
+    from tasks.train.loading import query_encoder
 
     started = time.perf_counter()
     k = k or settings.refmatch.top_k
     index = opened_index(index_folder(settings, variant or settings.index.variant))  # loaded once per process
     layout = Layout(settings.root)
     embedder = index_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
-    hits = index.search(question, max(k, RERANK_DEPTH), settings.index.mode, embedder, settings.index.rrf_k,
+    encoder, encoder_name = query_encoder(layout, embedder)
+    hits = index.search(question, max(k, RERANK_DEPTH), settings.index.mode, encoder, settings.index.rrf_k,
                         settings.index.rrf_depth, fusion_for(settings.index, question))
     reranker = kept_reranker(settings, embedder)
     ranked = rerank(question, hits, reranker, k)
@@ -225,6 +229,7 @@ def ask(settings: Settings, question: str, k: int | None = None, variant: str | 
                              rerank_score=round(s, 4))
                   for n, (h, s) in enumerate(ranked, start=1)],
         segments=segments, reranker=getattr(reranker, "name", type(reranker).__name__), scorer=result.scorer,
+        encoder=encoder_name if settings.index.mode != "bm25" else "none (BM25 only)",
         threshold=result.threshold, scorer_calls=result.scorer_calls, naive_calls=result.naive_calls,
         naive_calls_corpus=naive_calls(len(result.sentences), len(index.unit_ids)), corpus_chunks=len(index.chunk_ids),
         seconds=round(time.perf_counter() - started, 2), warnings=staleness_warnings(index.manifest, settings),

@@ -14,10 +14,11 @@ import numpy as np
 from ragprep.engines.embedder import Embedder
 from ragprep.engines.embedders import configured_embedder
 from ragprep.storage import Layout
+from tasks.train.adapter import AdaptedEmbedder
 from tasks.train.models import ADAPTER, CROSS_ENCODER, LINEAR_RERANKER, StoredModel, latest_model, unreadable_model
 from tasks.train.reranker import LinearReranker, LogisticModel, Reranker
 
-__all__ = ["configured_embedder", "trained_adapter", "trained_reranker"]
+__all__ = ["configured_embedder", "query_encoder", "trained_adapter", "trained_reranker"]
 
 
 def trained_adapter(layout: Layout, embedder_name: str) -> tuple[np.ndarray, dict] | None:
@@ -30,6 +31,18 @@ def trained_adapter(layout: Layout, embedder_name: str) -> tuple[np.ndarray, dic
     except (OSError, ValueError, EOFError) as exc:
         raise unreadable_model(model.path, "adapter.npy", exc) from None
     return weights, model.card
+
+
+def query_encoder(layout: Layout, embedder: Embedder) -> tuple[Embedder, str]:
+    """What encodes the queries of ``search`` and ``ask``, and its name for their output: ``embedder`` with the published
+    query adapter trained on it (``ragprep train retriever`` publishes one only when it beats the vanilla embedder on
+    held-out documents), else ``embedder`` itself."""
+    found = trained_adapter(layout, embedder.name)
+    if found is None:
+        return embedder, f"{embedder.name} (vanilla: no published query adapter)"
+    weights, card = found
+    model_id = card.get("model_id", "?")
+    return AdaptedEmbedder(embedder, weights, model_id), f"{embedder.name} + trained query adapter {model_id}"
 
 
 def _newest(*models: StoredModel | None) -> StoredModel | None:

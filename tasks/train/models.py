@@ -43,8 +43,10 @@ class StoredModel:
     card: dict
 
 
-def save_model(layout: Layout, kind: str, model_id: str, card: dict, write: Callable[[Path], None]) -> StoredModel:
-    """Write a model folder (``write(folder)`` puts the files, then the card is added), rename it into place, move LATEST."""
+def save_model(layout: Layout, kind: str, model_id: str, card: dict, write: Callable[[Path], None],
+               publish: bool = True) -> StoredModel:
+    """Write a model folder (``write(folder)`` puts the files, then the card is added), rename it into place, and move
+    LATEST to it when ``publish`` (a model that lost to the vanilla one is kept for inspection, never used)."""
     base = layout.models_dir / kind
     base.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=base, prefix=".staging-"))
@@ -60,7 +62,10 @@ def save_model(layout: Layout, kind: str, model_id: str, card: dict, write: Call
             staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    atomic_write_bytes(base / "LATEST", model_id.encode())
+    if publish:
+        atomic_write_bytes(base / "LATEST", model_id.encode())
+    elif (base / "LATEST").exists() and (base / "LATEST").read_text().strip() == model_id:
+        (base / "LATEST").unlink()  # the same id published before now loses: nothing of it stays in use
     return StoredModel(kind, model_id, target, card)
 
 

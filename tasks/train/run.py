@@ -54,6 +54,7 @@ class TrainReport(BaseModel):
     path: str
     version_id: str
     card: dict
+    published: bool = True
 
     def lines(self) -> list[str]:
         """A few lines for the terminal and the artifact."""
@@ -91,9 +92,14 @@ def adapter_config(settings: Settings, steps: int | None = None) -> AdapterConfi
                          hard_negatives=t.adapter_hard_negatives, seed=t.seed)
 
 
-def held_out_chunks(chunk_ids: set[str], share: float) -> set[str]:
-    """A fixed ``share`` of the chunks, chosen by hash (the same chunks every run)."""
-    return {c for c in chunk_ids if int(stable_id("adapter-holdout", c), 16) / 16 ** 16 < share}
+def held_out_documents(doc_ids: set[str], share: float) -> set[str]:
+    """A fixed ``share`` of the documents, chosen by hash (the same documents every run): at least one, never all.
+
+    The adapter's step is chosen on the questions of these documents, which it never trains on, so a step that only
+    learned the training documents' question templates or vocabulary cannot win."""
+    ranked = sorted(doc_ids, key=lambda d: stable_id("adapter-holdout-document", d))
+    count = min(len(ranked) - 1, max(1, round(share * len(ranked)))) if share > 0 else 0
+    return set(ranked[:max(0, count)])
 
 
 @dataclass
@@ -117,49 +123,68 @@ def _adapter_data(lines: list[dict], embedder, row: dict[str, int]) -> _AdapterD
 
 
 def _train_adapter(settings: Settings, snapshot: Snapshot, export: Path, steps: int | None) -> TrainReport:
-    """Fit on train questions, choose the step on the selection questions (val, plus held-out train chunks when val is
-    small), then refit on every train question for the chosen number of steps."""
+    """Fit on the train questions of most documents, choose the step on the questions (train and val) of held-out
+    documents, refit on every train question for the chosen number of steps, and publish (move LATEST) only when the
+    chosen step beats the vanilla embedder on the held-out documents."""
     config = adapter_config(settings, steps)
     t = settings.train
     embedder = QueryMemo(configured_embedder(settings))
     pool = snapshot.chunks_in(TRAINING_SPLITS)
     row = {c.chunk_id: i for i, c in enumerate(pool)}
+    document = {c.chunk_id: c.doc_id for c in pool}
     passages = embedder.passages([c.text(t.text_variant) for c in pool])
     lines = {split: [x for x in _jsonl(export / f"retriever_{split}.jsonl") if x["pos_id"] in row] for split in TRAINING_SPLITS}
     if not lines["train"]:
         raise TrainError(f"{export / 'retriever_train.jsonl'} has no questions; the version needs approved train-split QA pairs")
-    holdout = set()
-    if len(lines["val"]) < t.min_val_questions:
-        holdout = held_out_chunks({x["pos_id"] for x in lines["train"]}, t.adapter_holdout_share)
-    fit = _adapter_data([x for x in lines["train"] if x["pos_id"] not in holdout], embedder, row)
-    select = _adapter_data(lines["val"] + [x for x in lines["train"] if x["pos_id"] in holdout], embedder, row)
+    held = held_out_documents({document[x["pos_id"]] for x in lines["train"] + lines["val"]}, t.adapter_holdout_share)
+    fit = _adapter_data([x for x in lines["train"] if document[x["pos_id"]] not in held], embedder, row)
+    select = _adapter_data([x for x in lines["train"] + lines["val"] if document[x["pos_id"]] in held], embedder, row)
     if not fit.lines:
-        fit, select, holdout = _adapter_data(lines["train"], embedder, row), select, set()
-    result = train_adapter(fit.pairs(passages, row, holdout), config, fit.ranking(passages),
+        raise TrainError(f"{export / 'retriever_train.jsonl'}: every train question is on the held-out documents; the "
+                         "adapter needs train questions on two or more documents")
+    held_docs = {document[c] for c in row} & held
+    exclude = {c for c in row if document[c] in held}
+    result = train_adapter(fit.pairs(passages, row, exclude), config, fit.ranking(passages),
                            select.ranking(passages) if select.lines else None)
     weights, notes = result.weights, []
-    if result.best_step == 0:
-        notes.append("no step beat the identity on the selection questions: the adapter is the identity (trained = vanilla)")
-    elif holdout:  # refit on every train question for the chosen number of steps
+    first = result.history[0]
+    kept = next(h for h in result.history if h["step"] == result.best_step)
+    published = bool(select.lines) and kept["val_mrr_10"] > first["val_mrr_10"]
+    if published and result.best_step:  # refit on every train question for the chosen number of steps
         full = _adapter_data(lines["train"], embedder, row)
         weights = train_adapter(full.pairs(passages, row, set()), replace(config, steps=result.best_step), full.ranking(passages)).weights
         notes.append(f"refit on all {len(full.lines)} train questions for the chosen {result.best_step} steps")
+    notes.insert(0, _verdict(published, select, held_docs, first, kept))
     model_id = stable_id(ADAPTER, snapshot.version_id, embedder.name, t.text_variant, json.dumps(config.as_dict(), sort_keys=True),
-                         t.min_val_questions, t.adapter_holdout_share)
-    first = result.history[0]
-    kept = next(h for h in result.history if h["step"] == result.best_step)
-    selection = f"{len(lines['val'])} val questions" + (f" + {len(select.lines) - len(lines['val'])} questions of "
-                                                         f"{len(holdout)} held-out train chunks" if holdout else "")
+                         "held-out-documents", t.adapter_holdout_share)
     card = _card(ADAPTER, model_id, snapshot, embedder=embedder.name, text_variant=t.text_variant, steps=config.steps,
-                 best_step=result.best_step, selected_by=result.selected_by, selection=selection, config=config.as_dict(),
+                 best_step=result.best_step, selected_by=result.selected_by, published=published,
+                 selection=f"{len(select.lines)} questions (train and val) of {len(held_docs)} held-out documents",
+                 held_out_documents=sorted(held_docs), config=config.as_dict(),
                  counts={"fit_questions": len(fit.lines), "selection_questions": len(select.lines),
-                         "train_questions": len(lines["train"]), "val_questions": len(lines["val"]), "pool_chunks": len(pool)},
+                         "train_questions": len(lines["train"]), "val_questions": len(lines["val"]), "pool_chunks": len(pool),
+                         "held_out_documents": len(held_docs)},
                  metrics={"fit_mrr_10_before": first["train_mrr_10"], "fit_mrr_10_at_kept_step": kept["train_mrr_10"],
                           **({"selection_mrr_10_before": first["val_mrr_10"], "selection_mrr_10_at_kept_step": kept["val_mrr_10"]}
                              if select.lines else {})},
                  history=result.history, export=str(export), notes=notes)
-    stored = save_model(Layout(settings.root), ADAPTER, model_id, card, lambda d: np.save(d / "adapter.npy", weights))
-    return TrainReport(kind=ADAPTER, model_id=model_id, path=str(stored.path), version_id=snapshot.version_id, card=card)
+    stored = save_model(Layout(settings.root), ADAPTER, model_id, card, lambda d: np.save(d / "adapter.npy", weights),
+                        publish=published)
+    return TrainReport(kind=ADAPTER, model_id=model_id, path=str(stored.path), version_id=snapshot.version_id, card=card,
+                       published=published)
+
+
+def _verdict(published: bool, select: _AdapterData, held_docs: set[str], first: dict, kept: dict) -> str:
+    """The card's first note: published or not, with the trained and the vanilla figure on the held-out documents."""
+    if not select.lines:
+        return ("NOT PUBLISHED: no question on a held-out document to compare the adapter with the vanilla embedder; "
+                "search, ask and evaluate keep the vanilla embedder")
+    where = f"{len(select.lines)} questions of {len(held_docs)} held-out documents"
+    figures = f"MRR@10 trained {kept['val_mrr_10']:.3f} vs vanilla {first['val_mrr_10']:.3f} on {where}"
+    if published:
+        return f"published (LATEST): {figures}"
+    return (f"NOT PUBLISHED: the trained adapter is no better than the vanilla embedder ({figures}); "
+            "search, ask and evaluate keep the vanilla embedder (or the adapter published before)")
 
 
 def _pair_data(lines: list[dict], snapshot: Snapshot, features: PairFeatures) -> tuple[np.ndarray, np.ndarray]:
@@ -194,15 +219,25 @@ def _train_linear_reranker(settings: Settings, snapshot: Snapshot, export: Path,
                     "val_gold_first_cosine": gold_first_share(x_val[:, 1], val_lines)}
     notes = ["gold_first: share of questions whose gold outscores its sampled negatives "
              "(gold_first_cosine: the same for the embedder's best window cosine alone)"]
-    if val_lines and metrics["val_gold_first"] <= metrics["val_gold_first_cosine"]:
-        notes.append(f"on val ({len(val_lines)} pairs) the trained re-ranker does not beat the embedder's cross-score")
+    published = not val_lines or metrics["val_gold_first"] > metrics["val_gold_first_cosine"]
+    if not val_lines:
+        notes.insert(0, "published (LATEST) without a comparison: the export has no val pairs")
+    elif published:
+        notes.insert(0, f"published (LATEST): val gold_first trained {metrics['val_gold_first']:.3f} vs the embedder's "
+                        f"cross-score {metrics['val_gold_first_cosine']:.3f} ({len(val_lines)} pairs)")
+    else:
+        notes.insert(0, f"NOT PUBLISHED: the trained re-ranker is no better than the embedder's cross-score on val "
+                        f"(gold_first {metrics['val_gold_first']:.3f} vs {metrics['val_gold_first_cosine']:.3f}, "
+                        f"{len(val_lines)} pairs); ask and evaluate keep the embedder's cross-score")
     model_id = stable_id(LINEAR_RERANKER, snapshot.version_id, embedder.name, steps or settings.train.reranker_steps)
     card = _card(LINEAR_RERANKER, model_id, snapshot, embedder=embedder.name, features=list(PairFeatures.NAMES),
                  weights=dict(zip(PairFeatures.NAMES, model.weights.tolist())), steps=steps or settings.train.reranker_steps,
                  counts={"train_pairs": len(train_lines), "val_pairs": len(val_lines)}, metrics=metrics, export=str(export),
                  notes=notes)
-    stored = save_model(Layout(settings.root), LINEAR_RERANKER, model_id, card, model.save)
-    return TrainReport(kind=LINEAR_RERANKER, model_id=model_id, path=str(stored.path), version_id=snapshot.version_id, card=card)
+    card["published"] = published
+    stored = save_model(Layout(settings.root), LINEAR_RERANKER, model_id, card, model.save, publish=published)
+    return TrainReport(kind=LINEAR_RERANKER, model_id=model_id, path=str(stored.path), version_id=snapshot.version_id, card=card,
+                       published=published)
 
 
 def _train_st(settings: Settings, snapshot: Snapshot, export: Path, steps: int | None, kind: str) -> TrainReport:

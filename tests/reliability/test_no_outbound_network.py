@@ -11,7 +11,8 @@ huggingface_hub included). Checked here three ways:
   temporary server — makes no non-loopback ``connect`` and no DNS query (port 53 on any address, a
   nameserver of /etc/resolv.conf, systemd-resolved's socket). Its environment has every telemetry
   switch, CI marker, Prefect and RAGPREP variable removed and a fresh HOME, so the run itself must
-  turn telemetry off. Skipped, saying why, where strace is missing or cannot trace;
+  turn telemetry off. Skipped, saying why, where strace is missing or cannot trace. It is the session's one
+  demo run (``demo_run`` in tests/conftest.py), whose output and root the CLI tests (test_cli.py) read too;
 - the installed onnxruntime has no telemetry uploader compiled in (no strace needed);
 - the entry points (the ``flows`` package for library use and deployments, the CLI) set the
   switches before onnxruntime or Prefect is imported.
@@ -28,6 +29,7 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from importlib import metadata, util
 from pathlib import Path
 
@@ -248,12 +250,22 @@ def test_every_deployed_flow_file_imports_the_flows_package_before_the_stages():
 def _tracer_options() -> list[str]:
     """``--seccomp-bpf`` (strace >= 5.3) stops the run only at the traced calls, so tracing costs little;
     plain ``-f`` otherwise. Skips, with strace's own words, where this machine does not allow tracing."""
+    options, reason = _tracer_or_reason()
+    if options is None:
+        pytest.skip(reason)
+    return options
+
+
+def _tracer_or_reason() -> tuple[list[str] | None, str]:
+    """(strace options, "") where this machine allows tracing, else (None, why not)."""
+    if STRACE is None:
+        return None, NO_STRACE
     for options in (["--seccomp-bpf"], []):
         probe = subprocess.run([STRACE, *options, "-f", "-qq", "-e", TRACED, "-o", os.devnull, "true"],
                                capture_output=True, text=True, timeout=60)
         if probe.returncode == 0:
-            return options
-    pytest.skip(f"strace cannot trace here: {probe.stderr.strip()[-300:]}")
+            return options, ""
+    return None, f"strace cannot trace here: {probe.stderr.strip()[-300:]}"
 
 
 def _fresh_machine_env(home: Path) -> dict[str, str]:
@@ -267,19 +279,51 @@ def _fresh_machine_env(home: Path) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class DemoRun:
+    """One ``ragprep run sample_docs/`` as on a fresh machine, and what was true right after it ended."""
+
+    root: Path
+    home: Path
+    proc: subprocess.CompletedProcess
+    trace: list[str] | None
+    """strace's lines; None where this machine cannot trace (``untraced`` says why)."""
+    untraced: str
+    quotes_written: bool
+    published: bool
+
+
+def run_demo(base: Path) -> DemoRun:
+    """``ragprep run sample_docs/`` as ``make demo`` runs it on a fresh machine (OCR, layout model, quality gate,
+    Prefect's temporary server, a fresh HOME, every telemetry switch, CI marker, Prefect and RAGPREP variable
+    removed) under ``strace -f`` where this machine allows tracing. The ``demo_run`` session fixture
+    (tests/conftest.py) runs it once: the trace is checked here, the CLI tests (test_cli.py) read its output and
+    work on its root afterwards, so the facts this module checks are taken as soon as the run ends."""
+    options, untraced = _tracer_or_reason()
+    home, root, trace = base / "home", base / "data", base / "strace.log"
+    home.mkdir()
+    command = [RAGPREP, "run", str(SAMPLE_DOCS), "--root", str(root)]
+    if options is not None:
+        command = [STRACE, *options, "-f", "-qq", "-s", "96", "-e", TRACED, "-o", str(trace), *command]
+    proc = subprocess.run(command, capture_output=True, text=True, env=_fresh_machine_env(home), cwd=base, timeout=840)
+    return DemoRun(
+        root=root, home=home, proc=proc, untraced=untraced,
+        trace=trace.read_text(errors="replace").splitlines() if options is not None and trace.is_file() else None,
+        quotes_written=(root / "tables" / "quotes.parquet").is_file(),
+        published=(root / "datasets" / "LATEST").is_file(),
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(STRACE is None, reason=NO_STRACE)
-def test_a_whole_run_makes_no_outbound_connection_or_dns_lookup(tmp_path):
-    options = _tracer_options()
-    home, root, trace = tmp_path / "home", tmp_path / "data", tmp_path / "strace.log"
-    home.mkdir()
-    command = [STRACE, *options, "-f", "-qq", "-s", "96", "-e", TRACED, "-o", str(trace),
-               RAGPREP, "run", str(SAMPLE_DOCS), "--root", str(root)]
-    proc = subprocess.run(command, capture_output=True, text=True, env=_fresh_machine_env(home), cwd=tmp_path, timeout=840)
+def test_a_whole_run_makes_no_outbound_connection_or_dns_lookup(demo_run):
+    if demo_run.trace is None:
+        pytest.skip(demo_run.untraced)
+    proc, home = demo_run.proc, demo_run.home
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     # the whole pipeline ran: layout model (quotes) and the quality gate (a published version)
-    assert (root / "tables" / "quotes.parquet").is_file() and (root / "datasets" / "LATEST").is_file()
-    lines = trace.read_text(errors="replace").splitlines()
+    assert demo_run.quotes_written and demo_run.published
+    lines = demo_run.trace
     assert any("connect(" in line and "127.0.0.1" in line for line in lines), "no loopback connect traced: strace saw nothing"
     dns, outbound = offending(lines, nameservers())
     assert not dns and not outbound, _report(dns, outbound)
