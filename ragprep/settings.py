@@ -235,9 +235,10 @@ class QaSettings(BaseModel):
         3, ge=1, le=5, description="judge: a pair is auto-approved only when every critic score (1-5) is at least this."
     )
     auto_approve_min_precision: float = Field(
-        0.0, ge=0, le=1, description="judge, offline critic only: auto-approve only when the calibrated policy's measured "
-        "document-grouped CV precision (tasks/qa/critic_policy.json) reaches this; below it every pair waits for review "
-        "with the reason. 0.9 is the bar of issue 22 (not reached today: see the policy's cv.precision).",
+        0.9, ge=0, le=1, description="judge, offline critic only: auto-approve only the bands (generator rule families) "
+        "of the calibrated policy (tasks/qa/critic_policy.json, auto_approve) and only when its auto-approval's "
+        "document-grouped CV precision reaches this; every other pair waits for review with the reason (0: every pair "
+        "the critic passes is approved). 0.9 is the bar of issue 22; `ragprep qa audit` prints the figures.",
     )
     roundtrip_k: int | None = Field(
         None, ge=0, description="judge: a pair's question searched over every chunk must find its own chunk in the top k "

@@ -204,3 +204,20 @@ def prefect_server():
         url = PREFECT_API_URL.value()
         assert url and ("127.0.0.1" in url or "localhost" in url), url
         yield url
+
+
+@pytest.fixture(autouse=True, scope="session")
+def auto_approval_gate_off():
+    """Pipeline tests run with the offline critic's auto-approval gate off (``qa.auto_approve_min_precision`` 0,
+    through the environment so that subprocesses see it too): their subject is what happens to approved pairs, and
+    with the calibrated gate only a few question types are auto-approved. The gate's own tests
+    (``tests/test_judge.py``) pass the setting explicitly."""
+    import os
+
+    before = os.environ.get("RAGPREP_QA__AUTO_APPROVE_MIN_PRECISION")
+    os.environ["RAGPREP_QA__AUTO_APPROVE_MIN_PRECISION"] = "0"
+    yield
+    if before is None:
+        os.environ.pop("RAGPREP_QA__AUTO_APPROVE_MIN_PRECISION", None)
+    else:
+        os.environ["RAGPREP_QA__AUTO_APPROVE_MIN_PRECISION"] = before

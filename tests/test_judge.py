@@ -19,7 +19,7 @@ from schemas.qa_pairs import FLAG_CODES, LOW_QUALITY_FLAGS, QA_PAIRS_SCHEMA
 from tasks.dataset.versions import build_version, quality_gate
 from tasks.enrich.run import run_correct, run_describe, run_headers
 from tasks.qa.flags import language_of
-from tasks.qa.judge import CRITERIA, JUDGE_FAILED, CriticScores, score_offline
+from tasks.qa.judge import CRITERIA, JUDGE_FAILED, CriticScores, band_of, offline_precision_short, score_offline
 from tasks.qa.pair_context import PairContext
 from tasks.qa.review import apply_decisions_file
 from tasks.qa.run import run_judge, run_qa
@@ -268,15 +268,17 @@ def test_qa_leaves_every_pair_pending_until_judged(root):
 
 
 def test_offline_judge_scores_flags_and_approves(root):
-    settings = Settings(root=root)
+    settings = Settings(root=root, qa={"auto_approve_min_precision": 0.9})  # the product's default gate
     report = run_judge(settings)
     pairs = table(root)
     assert report.stage == "judge" and report.items == len(pairs) and report.provider == "heuristic"
     assert report.prompt == "heuristic:judge_qa@ragprep-rules-1"
     assert set(report.flags) <= set(LOW_QUALITY_FLAGS)
     approved = [p for p in pairs if p["status"] == "approved"]
-    assert approved and len(approved) < len(pairs), "the critic approves some pairs and holds others"
+    usable = [p for p in pairs if p["critic_usable"]]
+    assert usable and len(usable) < len(pairs), "the critic passes some pairs and holds others"
     assert not {p["qa_id"] for p in approved} & set(BAD_PAIRS)
+    heuristic = {"provider": "heuristic"}
     for pair in pairs:
         scores = [pair[f"critic_{c}"] for c in CRITERIA]
         assert all(1 <= s <= 5 for s in scores)
@@ -285,7 +287,10 @@ def test_offline_judge_scores_flags_and_approves(root):
         failing = {f"low_quality:{c}" for c, s in zip(CRITERIA, scores) if s < settings.qa.critic_min_score}
         assert {f for f in pair["flags"] if f.startswith("low_quality:")} == failing
         assert pair["critic_usable"] == (not failing)
-        assert pair["status"] == ("approved" if pair["critic_usable"] and not pair["flags"] else "pending")
+        held = offline_precision_short(heuristic, settings, band_of(pair))  # the band's grouped-CV precision
+        assert pair["status"] == ("approved" if pair["critic_usable"] and not pair["flags"] and not held else "pending")
+        if pair["critic_usable"] and not pair["flags"] and held:
+            assert held in pair["critic_reasons"]  # sent to review with its reason
         for flag in failing:
             assert any(r.startswith(f"{flag}: ") and "/5: " in r for r in pair["flag_reasons"]), pair["flag_reasons"]
     assert sum(report.flags.values()) == sum(len([f for f in p["flags"] if f.startswith("low_quality:")]) for p in pairs)
@@ -300,6 +305,23 @@ def test_approval_threshold_and_auto_approve_setting(root):
     assert all(p["status"] == ("pending" if p["flags"] else "approved") for p in lenient)
     run_judge(Settings(root=root, qa={"auto_approve": False}))
     assert all(p["status"] == "pending" for p in table(root))
+
+
+def test_default_gate_auto_approves_only_the_calibrated_bands():
+    from ragprep.settings import QaSettings
+
+    assert QaSettings.model_fields["auto_approve_min_precision"].default == 0.9
+    heuristic = {"provider": "heuristic"}
+    settings = Settings(qa={"auto_approve_min_precision": 0.9})
+    policy = {"auto_approve": {"bands": ["causal"], "cv": {"precision": 0.95},
+                               "band_cv": {"numeric": {"precision": 0.8, "approved": 40}}}}
+    assert offline_precision_short(heuristic, settings, "causal", policy) == ""
+    held = offline_precision_short(heuristic, settings, "numeric", policy)
+    assert held.startswith("review: 'numeric'") and "0.80 on 40 held-out pairs" in held
+    short = {"auto_approve": {"bands": ["causal"], "cv": {"precision": 0.79}}}  # the procedure missed the bar
+    assert "every pair waits for review" in offline_precision_short(heuristic, settings, "causal", short)
+    assert offline_precision_short({"provider": "openai"}, settings, "numeric", policy) == ""  # a model critic: not gated
+    assert offline_precision_short(heuristic, Settings(qa={"auto_approve_min_precision": 0}), "numeric", policy) == ""
 
 
 def write_decisions(path, decisions):

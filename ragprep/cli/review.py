@@ -36,7 +36,9 @@ def qa_audit(
     version: Annotated[Optional[str], typer.Option("--version", help="Dataset version (default: the working tables).")] = None,
     format: Annotated[AuditFormat, typer.Option("--format", "-f", help="Output format.")] = AuditFormat.table,
 ) -> None:
-    """The critic's usable share by document, question type and modality; pairs by status and flag; review outcomes.
+    """The critic's usable share by document, question type and modality; pairs by status and flag; review outcomes;
+    coverage of the chunks holding a fact; the offline critic's document-grouped cross-validation figures and the
+    auto-approval policy in force (qa.auto_approve_min_precision).
 
     Review outcomes: decisions by kind, and the share of spot-checked auto-approved pairs (approved with no
     flags before an expert decided) that experts rejected. --version audits a dataset version instead.
@@ -44,7 +46,7 @@ def qa_audit(
     settings = settings_for(root or ctx.obj)
     from tasks.qa.audit import run_audit
 
-    audit = run_audit(settings.root, version, settings.dataset_uri)
+    audit = run_audit(settings.root, version, settings.dataset_uri, settings.qa.auto_approve_min_precision)
     if format is AuditFormat.json:
         sys.stdout.write(audit.model_dump_json(indent=2) + "\n")
         return

@@ -134,6 +134,79 @@ def coverage(pairs: Sequence[QaPairRow], chunks: Sequence) -> list[Coverage]:
     return sorted(out.values(), key=lambda c: c.document)
 
 
+class CriticFigures(BaseModel):
+    """The offline critic's document-grouped cross-validation (``critic_policy.json``) and the auto-approval in force."""
+
+    labelled_pairs: int = 0
+    documents: int = 0
+    cv: dict = {}
+    """Held-out scores of the critic's approvals: pairs, usable, approved, precision, recall, unusable_rejected."""
+    cv_by_family: dict[str, dict] = {}
+    auto_cv: dict = {}
+    """Held-out scores of the auto-approval (critic approves and the pair's band was chosen on the other documents)."""
+    auto_by_family: dict[str, dict] = {}
+    family_out: dict = {}
+    """Held-out scores of the critic when a whole document family is left out (``all``)."""
+    bands: list[str] = []
+    band_cv: dict[str, dict] = {}
+    min_precision: float = 0.0
+    """``qa.auto_approve_min_precision`` in force."""
+
+    @property
+    def in_force(self) -> str:
+        """What the judge does with a pair the offline critic passes, in words."""
+        if not self.min_precision:
+            return "qa.auto_approve_min_precision is 0: every pair the offline critic passes is auto-approved (not measured)"
+        precision = self.auto_cv.get("precision")
+        if precision is None or precision < self.min_precision:
+            shown = "-" if precision is None else f"{precision:.2f}"
+            return (f"no band reaches qa.auto_approve_min_precision {self.min_precision:.2f} under grouped CV (auto-approval "
+                    f"precision {shown}): every pair goes to review with its reason")
+        return (f"auto-approved: pairs the critic passes in the bands {', '.join(self.bands)} (held-out precision "
+                f"{precision:.2f} >= {self.min_precision:.2f}); every other pair goes to review with its reason")
+
+    def report(self) -> Report:
+        """The figures as one terminal table: per document family, the critic's and the auto-approval's."""
+        keys = ("pairs", "usable", "approved", "precision", "recall", "unusable_rejected")
+
+        def row(name: str, kind: str, got: dict) -> list:
+            return [name, kind, *[_fmt(got.get(k)) for k in keys]]
+
+        rows = [row("all", "critic", self.cv), row("all", "auto-approval", self.auto_cv)]
+        for family, got in self.cv_by_family.items():
+            rows.append(row(family, "critic", got))
+            rows.append(row(family, "auto-approval", self.auto_by_family.get(family, {})))
+        bands = ", ".join(f"{b} {g['precision']:.2f} of {g['approved']} ({g['documents']} docs)" for b, g in self.band_cv.items())
+        return Report("critic: document-grouped cross-validation (leave one document out)", ["documents", "verdict", *keys],
+                      rows, lead=[f"{self.labelled_pairs} hand-labelled pairs over {self.documents} documents; every rule, "
+                                  "threshold and band chosen without the held-out document."],
+                      notes=[self._family_note(),
+                             f"Held-out precision of the critic's approvals per band: {bands or '-'}.",
+                             f"Policy in force: {self.in_force}."])
+
+
+    def _family_note(self) -> str:
+        got = self.family_out
+        if not got:
+            return "Leave one document family out: not measured."
+        return (f"Leave one document family out: precision {_fmt(got.get('precision'))}, recall {_fmt(got.get('recall'))}, "
+                f"unusable rejected {_fmt(got.get('unusable_rejected'))}.")
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def critic_figures(policy: dict, min_precision: float) -> CriticFigures:
+    """The figures stored with the calibrated critic policy (``python -m tasks.qa.calibrate --write-policy``)."""
+    auto = policy.get("auto_approve") or {}
+    return CriticFigures(labelled_pairs=policy.get("labelled_pairs", 0), documents=policy.get("documents", 0),
+                         cv=policy.get("cv") or {}, cv_by_family=policy.get("cv_by_family") or {}, auto_cv=auto.get("cv") or {},
+                         auto_by_family=auto.get("cv_by_family") or {}, bands=auto.get("bands") or [],
+                         family_out=(policy.get("cv_family_out") or {}).get("all") or {},
+                         band_cv=auto.get("band_cv") or {}, min_precision=min_precision)
+
+
 class QaAudit(BaseModel):
     source: str
     pairs: int
@@ -148,6 +221,8 @@ class QaAudit(BaseModel):
     review: ReviewOutcomes
     coverage: list[Coverage] = []
     """Per document: chunks holding a fact and how many got a pair (working tables only)."""
+    critic: CriticFigures | None = None
+    """The offline critic's grouped-CV figures and the auto-approval policy in force."""
 
     def reports(self) -> list[Report]:
         """The audit as terminal tables: usable shares (three), statuses, flags, review outcomes."""
@@ -162,6 +237,8 @@ class QaAudit(BaseModel):
         out.append(self._review_report())
         if self.coverage:
             out.append(self._coverage_report())
+        if self.critic is not None:
+            out.append(self.critic.report())
         return out
 
     def _coverage_report(self) -> Report:
@@ -357,12 +434,18 @@ def load_version(root: Path, version: str, uri: str | None = None) -> tuple[list
     return pairs, decisions
 
 
-def run_audit(root: Path, version: str | None = None, uri: str | None = None) -> QaAudit:
-    """The audit of the working tables under ``root``, or of dataset ``version``."""
+def run_audit(root: Path, version: str | None = None, uri: str | None = None, min_precision: float | None = None) -> QaAudit:
+    """The audit of the working tables under ``root``, or of dataset ``version``; with ``min_precision``
+    (``qa.auto_approve_min_precision``) also the critic's grouped-CV figures and the auto-approval in force."""
+    from tasks.qa.judge import load_policy
+
+    critic = critic_figures(load_policy(), min_precision) if min_precision is not None else None
     if version is None:
         pairs, decisions = load_working(root)
         audit = audit_pairs(pairs, decisions, f"the working tables under {root}")
         chunks = TableStore(Layout(root)).read("chunks", optional=True)
-        return audit.model_copy(update={"coverage": coverage(pairs, chunks)}) if chunks else audit
-    pairs, decisions = load_version(root, version, uri)
-    return audit_pairs(pairs, decisions, f"dataset version {version}")
+        audit = audit.model_copy(update={"coverage": coverage(pairs, chunks)}) if chunks else audit
+    else:
+        pairs, decisions = load_version(root, version, uri)
+        audit = audit_pairs(pairs, decisions, f"dataset version {version}")
+    return audit.model_copy(update={"critic": critic})

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ragprep.markdown import table_rows
 from tasks.qa.critic_rules import Signal, locate
+from tasks.qa.critic_rules.spans import SPAN_RULES
 from tasks.qa.registry import RULES, rule
 
 if TYPE_CHECKING:
@@ -224,13 +225,17 @@ def total_as_item(ctx: PairContext) -> list[Signal]:
 # --- the answer span ------------------------------------------------------------------------------------
 
 _TOLERANCE_RE = re.compile(r"^\s*\d+(?:[.,]\d+)?\s*\+\s*\d+(?:[.,]\d+)?\s*(?:[a-zA-Z%°]{1,4})?\s*$")
+_TOLERANCE_IN_RE = re.compile(r"\d(?:[.,]\d+)?\s?°?\s\+\s\d+(?:[.,]\d+)?\s*(?:°\s?C|%|per\s?cent|mm|kg|daN|ms|km/h)(?!\w)")
+"""'20 + 5 °C' inside a sentence: a tolerance whose '±' was decoded as '+'."""
 _FOOTNOTE_SPLICE_RE = re.compile(r"[a-z%)\]]\.\d{1,2}\s+[A-Z]")
 
 
-@rule("critic.answer.tolerance_misread", "critic", "the answer", "a value 'X + Y' where the document means X ± Y", "grounded")
+@rule("critic.answer.tolerance_misread", "critic", "the answer",
+      "a value 'X + Y' (alone, or with its unit inside a sentence) where the document means X ± Y", "grounded")
 def tolerance_misread(ctx: PairContext) -> list[Signal]:
     """'40.3 + 1.0': a tolerance whose '±' the PDF decoded as '+'."""
-    return [Signal("grounded", 2, "'X + Y' is a tolerance read without its '±'")] if _TOLERANCE_RE.match(ctx.answer) else []
+    found = _TOLERANCE_RE.match(ctx.answer) or _TOLERANCE_IN_RE.search(ctx.answer)
+    return [Signal("grounded", 2, "'X + Y' is a tolerance read without its '±'")] if found else []
 
 
 @rule("critic.answer.footnote_splice", "critic", "the answer",
@@ -290,11 +295,14 @@ def restated_cause(ctx: PairContext) -> list[Signal]:
 
 
 @rule("critic.grammar.deictic_document", "critic", "the question",
-      "'this standard/regulation/protocol/annex' or a bare 'it' as the subject: which one is not said", "standalone")
+      "'this standard/regulation/protocol/annex', 'the above ...', 'the figure below' or a bare 'it' as the subject: which one "
+      "is not said", "standalone")
 def deictic_document(ctx: PairContext) -> list[Signal]:
     """'this standard', 'what is it ...' and kin: a reference only the chunk resolves."""
     found = re.search(r"\b(?:this|that|the present)\s+(?:standard|regulation|protocol|annex|appendix|rule|procedure|directive)\b"
-                      r"|\b(?:is|was|does|did|are|were|do)\s+(?:it|they)\b", ctx.question, re.IGNORECASE)
+                      r"|\b(?:is|was|does|did|are|were|do)\s+(?:it|they)\b|\bthe\s+above\b|\b(?:figure|table|diagram)\s+(?:below|above)\b"
+                      r"|\bthe\s+following\b|\b(?:specified|mentioned|described|defined)\s+above\b",
+                      ctx.question, re.IGNORECASE)
     return [Signal("standalone", 2, f"deictic reference ('{found.group(0)}')")] if found else []
 
 
@@ -324,7 +332,8 @@ def roundtrip(ctx: PairContext) -> list[Signal]:
 
 STRUCTURE_RULES = (
     doubled_handle, placeholder_handle, running_head_handle, broken_glyphs, wrong_heading, merged_group, total_as_item,
-    tolerance_misread, footnote_splice, agreement, why_copula, restated_cause, deictic_document, repeated_frame, roundtrip,
+    tolerance_misread, footnote_splice, agreement, why_copula, restated_cause, deictic_document, repeated_frame,
+    *SPAN_RULES, roundtrip,
 )
 """The rules above, in the order their reasons are listed."""
 

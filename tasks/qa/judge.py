@@ -18,7 +18,10 @@ hand-labelled ``tests/data/qa_calibration.jsonl``); its rows say ``provider=heur
 
 The judge writes the ``critic_*`` columns and a ``low_quality:<criterion>`` flag (with its
 reason) per failing criterion. Only usable pairs without any flag are auto-approved (when
-``settings.qa.auto_approve``); the rest wait for review, and experts' decisions always win.
+``settings.qa.auto_approve``), and with the offline critic only those of the bands (question types) whose
+document-grouped CV precision reaches ``settings.qa.auto_approve_min_precision`` (``critic_policy.json``:
+``auto_approve``; ``offline_precision_short`` gives the reason otherwise); the rest wait for review, and experts'
+decisions always win.
 """
 
 from __future__ import annotations
@@ -176,16 +179,36 @@ def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settin
     return {p.qa_id: r for p, r in zip(pairs, ranks)}
 
 
-def offline_precision_short(provider: dict[str, str | None], settings: Settings) -> str:
-    """Why the offline critic may not auto-approve (its measured grouped-CV precision is under
-    ``qa.auto_approve_min_precision``), or '' when it may (or the critic is a model)."""
+def band_of(row: dict) -> str:
+    """The band a pair's auto-approval is decided per: its question type, the generator rule family a stored pair
+    carries (``qa_pairs`` has no generator-rule column, so calibration and the judge both use this). ``row``: a
+    labelled row, or a pair's ``{"question_type": ...}``."""
+    return str(row.get("question_type") or "unknown")
+
+
+def offline_precision_short(provider: dict[str, str | None], settings: Settings, band: str | None = None,
+                            policy: dict | None = None) -> str:
+    """Why the offline critic may not auto-approve a pair of ``band``, or '' when it may (or the critic is a model).
+
+    It may when ``qa.auto_approve_min_precision`` is 0, or when the calibrated auto-approval
+    (``critic_policy.json``: ``auto_approve``) reached that precision under document-grouped cross-validation and
+    ``band`` is one of the bands it approves; otherwise the reason names the measured figure."""
     if provider.get("provider") != "heuristic" or not settings.qa.auto_approve_min_precision:
         return ""
-    measured = float((POLICY.get("cv") or {}).get("precision") or 0.0)
-    if measured >= settings.qa.auto_approve_min_precision:
-        return ""
-    return (f"review: the offline critic's document-grouped CV precision is {measured:.2f}, under "
-            f"qa.auto_approve_min_precision {settings.qa.auto_approve_min_precision:.2f}")
+    policy = POLICY if policy is None else policy
+    bar = settings.qa.auto_approve_min_precision
+    auto = policy.get("auto_approve") or {}
+    measured = (auto.get("cv") or {}).get("precision")
+    if measured is None or measured < bar:
+        shown = "none" if measured is None else f"{measured:.2f}"
+        return (f"review: the offline critic's auto-approval has a document-grouped CV precision of {shown}, under "
+                f"qa.auto_approve_min_precision {bar:.2f}: every pair waits for review")
+    if band is not None and band not in auto.get("bands", ()):
+        got = (auto.get("band_cv") or {}).get(band)
+        figure = f"{got['precision']:.2f} on {got['approved']} held-out pairs" if got else "not measured"
+        return (f"review: '{band}' pairs are not auto-approved (grouped-CV precision {figure}; auto-approved bands: "
+                f"{', '.join(auto.get('bands', ())) or 'none'})")
+    return ""
 
 
 def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, str | None], failure: str | None,
@@ -207,7 +230,7 @@ def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, st
         update |= {f"critic_{c}": s for c, s in scores.scores().items()}
         update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
     approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
-    below = offline_precision_short(provider, settings)
+    below = offline_precision_short(provider, settings, band_of({"question_type": pair.question_type}))
     if approved and below:
         approved = False
         update["critic_reasons"] = [*update.get("critic_reasons", []), below]
@@ -260,12 +283,16 @@ async def judge_pairs(
     repeats = title_counts(chunks)
     k = settings.qa.roundtrip_k if settings.qa.roundtrip_k is not None else int(POLICY.get("k") or 0)
     ranks = roundtrip_for(pairs, chunks, settings, k)
+    by_own: dict[str, list[QaPairRow]] = {}
+    for pair in pairs:
+        by_own.setdefault(pair.chunk_id, []).append(pair)
 
     async def judge(pair: QaPairRow) -> QaPairRow:
         also_in = len(spread.get(normalised_answer(pair.answer), set()) - {pair.chunk_id})
         name = file_names.get(pair.doc_id) or Path(pair.source_path).name
         ctx = pair_context(pair, by_chunk.get(pair.chunk_id), name, also_in, title_repeats=repeats.get(pair.doc_id, {}),
-                           roundtrip_rank=ranks.get(pair.qa_id), roundtrip_k=k)
+                           roundtrip_rank=ranks.get(pair.qa_id), roundtrip_k=k,
+                           siblings=tuple((p.question, p.answer) for p in by_own[pair.chunk_id] if p.question != pair.question))
         try:
             return await judge_pair(ctx, pair, settings, generator, prompt)
         except PromptError:

@@ -31,3 +31,5 @@ class PairContext:
     """The rank of the pair's own chunk when the question is searched over the whole corpus (None: not run)."""
     roundtrip_k: int = 0
     """The own chunk must rank within this many (0: the round trip is not checked)."""
+    siblings: tuple[tuple[str, str], ...] = ()
+    """(question, answer) of the other pairs generated from the same chunk (a value asked twice)."""

@@ -133,7 +133,8 @@ _DANGLING = frozenset(
     "those its their our your his her into onto over under between per via whether where how what why such".split()
 )
 _OPEN_CLOSE = (("(", ")"), ("[", "]"), ("“", "”"), ("「", "」"), ("{", "}"))
-_LIST_MARKER_RE = re.compile(r"(?:^|\s)[a-z0-9ivx]{1,3}\)")
+_LIST_MARKER_RE = re.compile(r"(?:^|(?<=[;:.,])\s|\n)\s*[a-z0-9ivx]{1,3}\)")
+"""A list marker ('a)', 'ii)') at the start of the text, a line or a clause; not a unit closing a bracket ('(2,250 lb)')."""
 _STRAY_TOKEN_RE = re.compile(r"[|\\{}~^`\x00-\x1f\x7f\ufffd]|<(?!=?\s?\d)|(?<![\d\s])>|^>(?!=?\s?\d)")
 _GLUED_RE = re.compile(r"^\d+[A-Za-z]{4,}\w*$")
 _DECIMAL_RE = re.compile(r"^\d+[.,]\d+$")
@@ -144,10 +145,20 @@ _CITATION_RE = re.compile(r"\[\d{1,3}\]|\((?:19|20)\d{2}[a-z]?\)|\bet al\.|\bpp\
 _NUMBERED_LABEL_RE = re.compile(r"^\d{1,2}\.\s+[A-Z][\w’']")
 
 
+_VALUE_ANSWER_RE = re.compile(r"^(?:(?:not\s+)?(?:more|less)\s+than|at\s+(?:least|most)|up\s+to|within|between|about|"
+                              r"approximately)?\s*[-+±]?\d[\d.,]*(?:\s*(?:±|\+/-)\s*\d[\d.,]*)?\s*[^\W\d]*(?:/\w+|\s+per\s+\w+)?"
+                              r"(?:\s+(?:and|to)\s+[-+]?\d[\d.,]*\s*[^\W\d]*)?$", re.IGNORECASE)
+"""A quantity on its own ('150 mm', 'not more than 13 millimeters per second', 'between 5 seconds and 60 seconds')."""
+
+
 def truncation(answer: str, located: tuple[str, int, int] | None) -> str | None:
     """Why the answer looks cut off mid-sentence or mid-formula, or None."""
     stripped = answer.rstrip()
     words = stripped.split()
+    if stripped.endswith(";") and located is not None and re.match(r"[ \t]*(?:\n|$|(?:and|or)\s*\n)", located[0][located[2]:]):
+        return None  # an item of a list ending its line with ';' ('(c) For seats ... position;'): complete
+    if _VALUE_ANSWER_RE.match(stripped):
+        return None  # a value taken out of its sentence ('not more than 13 millimeters per second') is meant to be
     if len(words) >= 2 and stripped.endswith((",", ";", "(", "[", "{", "=", "+", "-", "–", "—", "/", "&", "및", "·", "ㆍ")):
         return f"ends with {stripped[-1]!r}: cut off mid-sentence or mid-formula"
     if len(words) >= 4 and stripped.endswith((":", "：")):

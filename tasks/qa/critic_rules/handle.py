@@ -391,8 +391,9 @@ def useful_signals(ctx: PairContext) -> list[Signal]:
     if _BASELINE_RE.search(ctx.question):
         out.append(Signal("useful", 2, "asks for a baseline or constant value"))
     repeats = ctx.answer_also_in
-    numeric = bool(numbers_in(ctx.answer)) and len(_words(ctx.answer)) <= 2
-    if repeats >= 2 or (repeats >= 1 and not numeric and len(_words(ctx.answer)) >= 2):
+    numeric = bool(numbers_in(ctx.answer)) and len(_words(ctx.answer)) <= 6
+    cited = re.search(r"\b(?:paragraph|section|item)\s+[A-Z]?\d", ctx.question, re.IGNORECASE)
+    if (repeats >= 2 and not (numeric and cited)) or (repeats >= 1 and not numeric and len(_words(ctx.answer)) >= 2):
         out.append(Signal("useful", 2, f"the same answer is given in {repeats} other chunk(s): boilerplate or ambiguous"))
     return out
 
