@@ -40,6 +40,13 @@ def test_run_prints_summary_and_plain_progress(demo_root):
     assert f"tables:  {root}/tables" in proc.stdout
     assert f"review:  {root}/review/latest.html" in proc.stdout and f"dataset: {root}/datasets" in proc.stdout
     assert "crash_report_side_pole.pptx" in proc.stdout
+    # the QA pairs by status; on the default (calibrated) gate the offline critic's missing auto-approval is said
+    from tasks.qa.judge import POLICY
+
+    said = " ".join(proc.stdout.split())
+    assert re.search(r"qa: \d+ pairs: ", said), said[-2000:]
+    if not (POLICY.get("auto_approve") or {}).get("bands"):
+        assert "every pair waits for review" in said and "pending" in said
     # not a terminal: plain log lines carry per-document progress
     assert "crash_report_side_pole.pptx: slide 6/6" in proc.stderr + proc.stdout
     assert "textbook_vehicle_safety.pdf: ok, 10 pages" in proc.stderr + proc.stdout

@@ -39,6 +39,29 @@ def print_stages(reports) -> None:
         print_report(stages_report(reports))
 
 
+def print_qa_status(settings: Settings) -> None:
+    """One line on the QA pairs by status, and why the offline critic approved none when it did not (its gate)."""
+    from collections import Counter
+
+    from ragprep.tables import TableStore
+    from tasks.qa.judge import offline_precision_short
+
+    pairs = TableStore(Layout(settings.root)).read_arrow("qa_pairs")
+    if pairs is None or not pairs.num_rows:
+        return
+    status = Counter(pairs.column("status").to_pylist())
+    line = ", ".join(f"{n} {name}" for name, n in sorted(status.items()))
+    console.print(f"qa:      {pairs.num_rows} pairs: {line}")
+    if not status.get("approved"):
+        providers = {(p, m) for p, m in zip(pairs.column("critic_provider").to_pylist(), pairs.column("critic_model").to_pylist(),
+                                             strict=True)} if "critic_provider" in pairs.column_names else set()
+        if providers and all(p == "heuristic" for p, _ in providers):
+            why = offline_precision_short({"provider": "heuristic"}, settings)
+            if why:
+                console.print(f"         {why.removeprefix('review: ')}; set qa.auto_approve_min_precision = 0 to "
+                              "auto-approve what the critic passes anyway")
+
+
 def print_outputs(settings: Settings) -> None:
     """Where the outputs are: tables, images, the review report, the dataset, and a first query."""
     from ragprep.tables import QUERYABLE_TABLES
@@ -46,6 +69,7 @@ def print_outputs(settings: Settings) -> None:
     layout = Layout(settings.root)
     console.print(f"tables:  {layout.tables_dir}/{{{','.join(QUERYABLE_TABLES)}}}.parquet")
     console.print(f"images:  {layout.images_dir}")
+    print_qa_status(settings)
     if layout.latest_review_report.exists():
         console.print(f"review:  {layout.latest_review_report} (then: ragprep review apply decisions.json)")
     from tasks.dataset.versions import latest_version

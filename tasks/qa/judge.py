@@ -186,6 +186,18 @@ def band_of(row: dict) -> str:
     return str(row.get("question_type") or "unknown")
 
 
+def _no_band_reason(auto: dict, measured: float | None, bar: float) -> str:
+    """Why no pair is auto-approved, with the best question type's held-out figures when no type qualified."""
+    if not auto.get("bands") and auto.get("band_cv"):
+        name, best = max(auto["band_cv"].items(), key=lambda kv: kv[1].get("precision") or 0.0)
+        return (f"no question type reaches a document-grouped CV precision of {bar:.2f} with enough evidence "
+                f"(best: {name} {best['precision']:.2f} on {best['approved']} held-out pairs, 95% lower bound "
+                f"{best.get('lower_bound', 0.0):.2f})")
+    shown = "none" if measured is None else f"{measured:.2f}"
+    return (f"the offline critic's auto-approval has a document-grouped CV precision of {shown}, under "
+            f"qa.auto_approve_min_precision {bar:.2f}")
+
+
 def offline_precision_short(provider: dict[str, str | None], settings: Settings, band: str | None = None,
                             policy: dict | None = None) -> str:
     """Why the offline critic may not auto-approve a pair of ``band``, or '' when it may (or the critic is a model).
@@ -200,9 +212,7 @@ def offline_precision_short(provider: dict[str, str | None], settings: Settings,
     auto = policy.get("auto_approve") or {}
     measured = (auto.get("cv") or {}).get("precision")
     if measured is None or measured < bar:
-        shown = "none" if measured is None else f"{measured:.2f}"
-        return (f"review: the offline critic's auto-approval has a document-grouped CV precision of {shown}, under "
-                f"qa.auto_approve_min_precision {bar:.2f}: every pair waits for review")
+        return f"review: {_no_band_reason(auto, measured, bar)}: every pair waits for review"
     if band is not None and band not in auto.get("bands", ()):
         got = (auto.get("band_cv") or {}).get(band)
         figure = f"{got['precision']:.2f} on {got['approved']} held-out pairs" if got else "not measured"
