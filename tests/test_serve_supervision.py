@@ -221,8 +221,13 @@ def test_a_killed_worker_is_restarted_and_its_dead_run_marked_crashed(served):
 
     client = _client(served)
     try:
-        run = _start_run(client, {"paths": [str(SAMPLE_DOCS)]})
-        holder = _lock_holder(served.root)
+        # the root holds the overlap test's deck from another folder: moving the nightly to sample_docs/ removes it,
+        # which the unmounted-share guard refuses unless the run allows removals (the deliberate case)
+        run = _start_run(client, {"paths": [str(SAMPLE_DOCS)], "allow_removals": True})
+        try:
+            holder = _lock_holder(served.root)
+        except AssertionError as exc:  # say where the run stands and what serve printed
+            raise AssertionError(f"{exc}: run {client.read_flow_run(run.id).state}\n{served.output()[-3000:]}") from None
         worker = served.state()["worker_pid"]
         os.kill(worker, signal.SIGKILL)
         os.kill(holder["pid"], signal.SIGKILL)
@@ -283,9 +288,17 @@ def test_overlapping_nightly_runs_queue_and_a_failure_notifies_once(served):
 
         tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[failed.id])))
         assert [t.run_count for t in tasks if t.name.startswith("discover")] == [1]
+        # the run's logs reach the server in batches after its state: wait for the error line, then for stragglers
+        deadline = time.monotonic() + 30
+        while True:
+            logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[failed.id])))
+            if any("unmounted-share: no such file or folder" in log.message for log in logs) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        time.sleep(3)
         logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[failed.id])))
         assert not [log.message for log in logs if "Traceback" in log.message], "a user error logged a traceback"
-        assert any("unmounted-share: no such file or folder" in log.message for log in logs)
+        assert any("unmounted-share: no such file or folder" in log.message for log in logs), [log.message for log in logs]
         note = _notification(served, notified)
         assert failed.name in note["subject"] and "Failed" in note["subject"] and "no such file or folder" in note["body"]
         assert f"/runs/flow-run/{failed.id}" in note["body"]  # the run's link in the UI
@@ -303,8 +316,13 @@ def test_stopping_serve_mid_run_ends_it_frees_the_lock_and_a_restart_keeps_ui_ed
         deployment = client.read_deployment_by_name(NIGHTLY)
         edited = {**deployment.parameters, "workers": 1}
         client.update_deployment(deployment.id, DeploymentUpdate(parameters=edited))  # what the UI's edit form sends
-        run = _start_run(client, {"paths": [str(SAMPLE_DOCS)]})
-        holder = _lock_holder(served.root)
+        # the root holds the overlap test's deck from another folder: moving the nightly to sample_docs/ removes it,
+        # which the unmounted-share guard refuses unless the run allows removals (the deliberate case)
+        run = _start_run(client, {"paths": [str(SAMPLE_DOCS)], "allow_removals": True})
+        try:
+            holder = _lock_holder(served.root)
+        except AssertionError as exc:  # say where the run stands and what serve printed
+            raise AssertionError(f"{exc}: run {client.read_flow_run(run.id).state}\n{served.output()[-3000:]}") from None
     finally:
         client.close_stack.close()
     assert served.stop(signal.SIGTERM) == 0, served.output()[-2000:]
