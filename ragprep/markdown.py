@@ -22,6 +22,19 @@ def table_rows(markdown: str) -> list[list[str]]:
     return rows
 
 
+def markdown_tables(markdown: str, min_rows: int = 1) -> list[list[list[str]]]:
+    """Each Markdown table of the text (a run of lines starting with '|') as its rows of cells, separator rows
+    dropped; tables with fewer than ``min_rows`` such rows are left out."""
+    tables, block = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.strip().startswith("|"):
+            block.append(line)
+        elif block:
+            tables.append(table_rows("\n".join(block)))
+            block = []
+    return [t for t in tables if t and len(t) >= min_rows]
+
+
 def parse_number(text: str) -> float | None:
     """The number a cell holds (thousands commas allowed), or None."""
     try:

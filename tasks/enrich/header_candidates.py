@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragprep.markdown import KEY_VALUE_RE
+from ragprep.markdown import KEY_VALUE_RE, markdown_tables
 
 CONFIDENCE = {"expert": 1.0, "table": 0.95, "key-value": 0.9, "boxes": 0.85, "model": 0.7, "title": 0.6, "file name": 0.5}
 """How much each source is trusted."""
@@ -84,22 +84,6 @@ class Labels:
     def field_of(self, text: str) -> str | None:
         """The field a cell, line or box names, or None."""
         return self._lookup.get(_label_key(text)) if text and len(text) <= 40 else None
-
-
-def markdown_tables(markdown: str) -> list[list[list[str]]]:
-    """Each Markdown table of the text as rows of cells (separator rows dropped)."""
-    tables: list[list[list[str]]] = []
-    current: list[list[str]] = []
-    for line in markdown.splitlines() + [""]:
-        stripped = line.strip()
-        if stripped.startswith("|"):
-            cells = [c.strip() for c in stripped.strip("|").split("|")]
-            if not all(set(c) <= set("-: ") for c in cells):
-                current.append(cells)
-        elif current:
-            tables.append(current)
-            current = []
-    return tables
 
 
 def _cell_value(row: Sequence[str], start: int, label: str, labels: Labels) -> tuple[int, str] | None:

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING
 
-from ragprep.markdown import table_rows
+from ragprep.markdown import markdown_tables
 from tasks.qa.critic_rules import Signal, locate
 from tasks.qa.critic_rules.spans import SPAN_RULES
 from tasks.qa.registry import RULES, rule
@@ -160,19 +160,6 @@ def wrong_heading(ctx: PairContext) -> list[Signal]:
 # --- table structure -------------------------------------------------------------------------------
 
 
-def _tables(markdown: str) -> list[list[list[str]]]:
-    tables, current = [], []
-    for line in markdown.splitlines():
-        if line.strip().startswith("|"):
-            current.append(line)
-        elif current:
-            tables.append(table_rows("\n".join(current)))
-            current = []
-    if current:
-        tables.append(table_rows("\n".join(current)))
-    return [t for t in tables if len(t) >= 2]
-
-
 def _group_rows(table: list[list[str]], label: str) -> list[list[str]] | None:
     """The rows of the group a row label heads: the row and the continuation rows under it (first cell empty)."""
     for i, row in enumerate(table):
@@ -198,7 +185,7 @@ def _labels_in(question: str, table: list[list[str]]) -> list[str]:
 def merged_group(ctx: PairContext) -> list[Signal]:
     """A row label that spans several rows: asking 'the X for <label>' has several answers."""
     answer = _norm(ctx.answer)
-    for table in _tables(ctx.chunk_markdown):
+    for table in markdown_tables(ctx.chunk_markdown, min_rows=2):
         for label in _labels_in(ctx.question, table):
             group = _group_rows(table, label)
             if group and len(group) > 1 and any(answer == _norm(c) for row in group for c in row[1:]):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragprep.markdown import table_rows
+from ragprep.markdown import markdown_tables
 from ragprep.text import numbers_in
 from tasks.qa.flags import support_share
 
@@ -267,18 +267,6 @@ def _span_signals(ctx: PairContext, located: tuple[str, int, int] | None) -> lis
     return [Signal("grounded", 4, "the answer's words are in the chunk, but not as one passage")]
 
 
-def _tables(markdown: str) -> list[list[list[str]]]:
-    """The rows of each Markdown table of the chunk, table by table."""
-    tables, block = [], []
-    for line in [*markdown.splitlines(), ""]:
-        if line.strip().startswith("|"):
-            block.append(line)
-        elif block:
-            tables.append(table_rows("\n".join(block)))
-            block = []
-    return [t for t in tables if t]
-
-
 def _norm(cell: str) -> str:
     return " ".join(_words(cell))
 
@@ -287,7 +275,7 @@ def repeated_row_label(answer: str, markdown: str) -> str | None:
     """The label of the table row holding the answer when another row has the same label but other values (two
     blocks with the same label: which one the question means is ambiguous), else None."""
     wanted = _norm(answer)
-    rows = [row for table in _tables(markdown) for row in table[1:] if len(row) >= 2 and _norm(row[0])]
+    rows = [row for table in markdown_tables(markdown) for row in table[1:] if len(row) >= 2 and _norm(row[0])]
     for row in rows:
         if wanted and any(_norm(c) == wanted for c in row[1:]):
             twins = [r for r in rows if r is not row and _norm(r[0]) == _norm(row[0]) and r[1:] != row[1:]]
@@ -300,7 +288,7 @@ def merged_header_cells(markdown: str) -> set[str]:
     """Header cells spanning several columns (followed by empty or identical header cells): a value "of" such a
     column is ambiguous."""
     merged = set()
-    for table in _tables(markdown):
+    for table in markdown_tables(markdown):
         header = table[0]
         for i, cell in enumerate(header[:-1]):
             if _norm(cell) and (not _norm(header[i + 1]) or _norm(header[i + 1]) == _norm(cell)):

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragprep.markdown import parse_number, table_rows
+from ragprep.markdown import markdown_tables, parse_number
 from ragprep.text import numbers_in
 from tasks.qa.critic_rules.form import (
     _PREPOSITIONS,
@@ -26,7 +26,6 @@ from tasks.qa.critic_rules.grounded import (
     _asked_key,
     _named_block,
     _quoted,
-    _tables,
     _without_files,
     _words,
     grounded_signals,
@@ -199,7 +198,7 @@ def _document_title_for_a_cell(ctx: PairContext, text: str) -> bool:
     word with the row and column it asks about, on a chunk with several tables: which one is meant is not said."""
     if ctx.target_modality != "table" or _CHAPTER_RE.search(text) or re.search(r"\btable\s+\d|표\s*\d", text, re.I):
         return False
-    if len(_tables(ctx.chunk_markdown)) < 2:
+    if len(markdown_tables(ctx.chunk_markdown)) < 2:
         return False  # one table: the document names it well enough
     titles = _quoted(text)
     if not titles or not _DOC_NOUN_RE.search(titles[0]) or _named_block(ctx):
@@ -314,17 +313,7 @@ def _section_signals(ctx: PairContext) -> list[Signal]:
 
 def _header_cells(markdown: str) -> set[str]:
     """The normalised cells of the first row of every Markdown table."""
-    cells: set[str] = set()
-    block: list[str] = []
-    for line in [*markdown.splitlines(), ""]:
-        if line.strip().startswith("|"):
-            block.append(line)
-            continue
-        if block:
-            rows = table_rows("\n".join(block))
-            cells |= {" ".join(_words(c)) for c in (rows[0] if rows else []) if _words(c)}
-            block = []
-    return cells
+    return {" ".join(_words(c)) for table in markdown_tables(markdown) for c in table[0] if _words(c)}
 
 
 _FURNITURE_RE = re.compile(r"^(?P<page>\d{1,4})\s+(?P<text>[^\d]{5,})$|^(?P<text2>[^\d]{5,}?)\s+(?P<page2>\d{1,4})$")

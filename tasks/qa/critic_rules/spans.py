@@ -24,7 +24,7 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING
 
-from ragprep.markdown import table_rows
+from ragprep.markdown import markdown_tables
 from tasks.qa.critic_rules.grounded import Signal
 from tasks.qa.registry import rule
 
@@ -43,17 +43,6 @@ def _norm(text: str) -> str:
 def _contains(haystack: str, needle: str) -> bool:
     """``needle`` occurs in ``haystack`` as whole words (both normalised)."""
     return bool(needle) and f" {needle} " in f" {haystack} "
-
-
-def _tables(markdown: str) -> list[list[list[str]]]:
-    tables, block = [], []
-    for line in [*markdown.splitlines(), ""]:
-        if line.strip().startswith("|"):
-            block.append(line)
-        elif block:
-            tables.append(table_rows("\n".join(block)))
-            block = []
-    return [t for t in tables if len(t) >= 2]
 
 
 def _shape(cell: str) -> str:
@@ -83,7 +72,7 @@ def cell_mismatch(ctx: PairContext) -> list[Signal]:
     answer = _norm(ctx.answer)
     if not answer:
         return []
-    for table in _tables(ctx.chunk_markdown):
+    for table in markdown_tables(ctx.chunk_markdown, min_rows=2):
         named = _named_cell(ctx.question, table)
         if named is None:
             continue
@@ -100,7 +89,7 @@ def cell_mismatch(ctx: PairContext) -> list[Signal]:
 def value_header(ctx: PairContext) -> list[Signal]:
     """A column 'named' by a header that is really a value ('R129 100cm- 135cm')."""
     q = _norm(ctx.question)
-    for table in _tables(ctx.chunk_markdown):
+    for table in markdown_tables(ctx.chunk_markdown, min_rows=2):
         for j, head in enumerate(table[0]):
             name = _norm(head)
             if not (name and re.search(r"\d", name) and _contains(q, name)):
@@ -121,7 +110,7 @@ _LIST_NUMBER_RE = re.compile(r"^\s*\d{1,3}[.)]?\s+[A-Z가-힣]")
 def numbered_label(ctx: PairContext) -> list[Signal]:
     """A row label that keeps the running number of its list."""
     question = unicodedata.normalize("NFKC", ctx.question)
-    for table in _tables(ctx.chunk_markdown):
+    for table in markdown_tables(ctx.chunk_markdown, min_rows=2):
         for row in table[1:]:
             label = unicodedata.normalize("NFKC", row[0]).strip() if row else ""
             if len(label) > 4 and _LIST_NUMBER_RE.match(label) and label in question:
@@ -206,7 +195,7 @@ def value_twin(ctx: PairContext) -> list[Signal]:
       "the column holds the same value in every one of its (three or more) rows: a constant, not a fact of the row", "useful")
 def constant_column(ctx: PairContext) -> list[Signal]:
     """'the frequency for procedure 2' when every procedure runs at 0.5 Hz."""
-    for table in _tables(ctx.chunk_markdown):
+    for table in markdown_tables(ctx.chunk_markdown, min_rows=2):
         named = _named_cell(ctx.question, table)
         if named is None:
             continue
