@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
-_HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
+HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
+"""One Hangul syllable (the one pattern every module that tells Korean text apart uses)."""
 _HANGUL_RUN_RE = re.compile(r"[\uac00-\ud7a3]{3,}")
 _SPACED_RE = re.compile(r"(?<![\w])[\uac00-\ud7a3](?: {1,2}[\uac00-\ud7a3](?![\w]))+")
 """Two or more single Hangul syllables, one or two spaces apart: a letter-spaced heading."""
@@ -32,7 +33,7 @@ def word_tokens(text: str) -> list[str]:
     out = []
     for word in _TOKEN_RE.findall(text.lower()):
         out.append(word)
-        if _HANGUL_RE.search(word):
+        if HANGUL_RE.search(word):
             out += _without_particle(word)
     return out
 
@@ -52,7 +53,7 @@ def tokens(text: str) -> list[str]:
     text = _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), text)
     for word in _TOKEN_RE.findall(text.lower()):
         out.append(word)
-        if _HANGUL_RE.search(word):
+        if HANGUL_RE.search(word):
             out += _without_particle(word)
             for run in _HANGUL_RUN_RE.findall(word):
                 out += [run[i:i + 2] for i in range(len(run) - 1)]

@@ -40,10 +40,9 @@ from ragprep.engines.embedder import Embedder
 from ragprep.errors import RagprepError
 from ragprep.offline import use_local_models_only
 from ragprep.settings import RefmatchSettings, Settings
-from ragprep.text import PARTICLES, numbers_in
+from ragprep.text import HANGUL_RE, PARTICLES, numbers_in
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
-_HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
 _HANGUL_RUN_RE = re.compile(r"[\uac00-\ud7a3]+")
 _EN_SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s")
 STOPWORDS = frozenset(
@@ -114,7 +113,7 @@ class BlendWeights:
 
 def stem(word: str) -> str:
     """A word without its Korean particle or English inflection (the form words are compared in)."""
-    if _HANGUL_RE.search(word):
+    if HANGUL_RE.search(word):
         for particle in PARTICLES:
             if word.endswith(particle) and len(word) - len(particle) >= 2:
                 return word[: -len(particle)]
@@ -129,7 +128,7 @@ def content_words(text: str) -> list[str]:
     """Lower-cased words that can carry support: no stopwords, no bare numbers (numbers are scored apart)."""
     words = []
     for word in _WORD_RE.findall(text.lower()):
-        if word in STOPWORDS or word.isdigit() or (len(word) < 2 and not _HANGUL_RE.search(word)):
+        if word in STOPWORDS or word.isdigit() or (len(word) < 2 and not HANGUL_RE.search(word)):
             continue
         words.append(word)
     return words
@@ -161,7 +160,7 @@ def text_facts(text: str) -> TextFacts:
 def _word_support(word: str, chunk: TextFacts) -> float:
     if stem(word) in chunk.stems:
         return 1.0
-    if _HANGUL_RE.search(word):  # a Korean word: the share of its syllable pairs the chunk has (spacing-proof)
+    if HANGUL_RE.search(word):  # a Korean word: the share of its syllable pairs the chunk has (spacing-proof)
         pairs = _hangul_pairs(word)
         return sum(p in chunk.hangul_pairs for p in pairs) / len(pairs) if pairs else 0.0
     return 0.0

@@ -26,10 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ragprep.text import HANGUL_RE
+
 KSS_BACKEND = "fast"
 """kss backend: rules, no morpheme analyser (see the module doc)."""
 
-_HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
 _LATIN_RE = re.compile(r"[A-Za-z]")
 _MARKER_RE = re.compile(r"^\s*(?:#{1,6}\s+|[-*+•▪◦]\s+|\d{1,3}[.)]\s+|>\s*)+")
 _EMPHASIS_RE = re.compile(r"\*\*|__")
@@ -51,7 +52,7 @@ class Sentence:
 
 def is_korean(text: str) -> bool:
     """True when Hangul makes up at least 20% of the letters."""
-    hangul = len(_HANGUL_RE.findall(text))
+    hangul = len(HANGUL_RE.findall(text))
     return bool(hangul) and hangul >= 0.2 * (hangul + len(_LATIN_RE.findall(text)))
 
 

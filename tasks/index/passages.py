@@ -25,14 +25,15 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ragprep.text import HANGUL_RE
+
 MIN_WORDS = 100
 MAX_WORDS = 300
 KO_CHARS_PER_WORD = 3
+"""A run of Hangul counts one word per this many syllables (Korean PDFs often lose their spaces)."""
 BARE_HEADING_WORDS = 5
 """A heading with fewer words than this under it is kept in the passage body (see ``_bare_headings_only``)."""
-"""A run of Hangul counts one word per this many syllables (Korean PDFs often lose their spaces)."""
 
-_HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.*)$")
 _TABLE_LINE_RE = re.compile(r"^\s*\|")
 _TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -87,7 +88,7 @@ def words(text: str) -> int:
     """Word count for passage sizes: spaced words, with a Hangul run counted per ``KO_CHARS_PER_WORD`` syllables."""
     count = 0
     for token in text.split():
-        hangul = len(_HANGUL_RE.findall(token))
+        hangul = len(HANGUL_RE.findall(token))
         count += max(1, -(-hangul // KO_CHARS_PER_WORD)) if hangul else 1
     return count
 
