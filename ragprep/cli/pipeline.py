@@ -52,14 +52,11 @@ def print_qa_status(settings: Settings) -> None:
     status = Counter(pairs.column("status").to_pylist())
     line = ", ".join(f"{n} {name}" for name, n in sorted(status.items()))
     console.print(f"qa:      {pairs.num_rows} pairs: {line}")
-    if not status.get("approved"):
-        providers = {(p, m) for p, m in zip(pairs.column("critic_provider").to_pylist(), pairs.column("critic_model").to_pylist(),
-                                             strict=True)} if "critic_provider" in pairs.column_names else set()
-        if providers and all(p == "heuristic" for p, _ in providers):
-            why = offline_precision_short({"provider": "heuristic"}, settings)
-            if why:
-                console.print(f"         {why.removeprefix('review: ')}; set qa.auto_approve_min_precision = 0 to "
-                              "auto-approve what the critic passes anyway")
+    critics = set(pairs.column("critic_provider").to_pylist()) if "critic_provider" in pairs.column_names else set()
+    why = offline_precision_short({"provider": "heuristic"}, settings) if critics == {"heuristic"} else ""
+    if why and not status.get("approved"):
+        console.print(f"         {why.removeprefix('review: ')}; set qa.auto_approve_min_precision = 0 to "
+                      "auto-approve what the critic passes anyway")
 
 
 def print_outputs(settings: Settings) -> None:
