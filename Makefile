@@ -37,9 +37,12 @@ SERVE_ROOT ?= $(HOME)/ragprep-data
 serve: $(VENV)/.installed system-deps
 	$(VENV)/bin/ragprep serve --root $(SERVE_ROOT)
 
-## The test suite, what CI runs (installs what it needs; starts its own Prefect server on loopback).
+## The test suite, what CI runs (installs what it needs; starts its own Prefect server on loopback), on
+## TEST_WORKERS pytest-xdist processes: many tests wait on subprocesses and servers, so two workers suit two cores.
+## Each module stays on one worker, as do the tests that share the demo run or the pipeline run (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed test-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## The fast lane for every change: unit and contract tests, no Prefect server, no end-to-end runs (tests marked
 ## slow, and every test that needs the Prefect server, are left to `make test`).
