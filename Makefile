@@ -42,7 +42,7 @@ serve: $(VENV)/.installed system-deps
 ## Each module stays on one worker, as do the tests that share the demo run or the pipeline run (tests/conftest.py).
 TEST_WORKERS ?= 2
 test: $(VENV)/.installed test-deps
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 ## The fast lane for every change: unit and contract tests, no Prefect server, no end-to-end runs (tests marked
 ## slow, and every test that needs the Prefect server, are left to `make test`).

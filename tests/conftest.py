@@ -3,6 +3,8 @@ extraction per (file, OCR on/off) per session so the many content assertions sta
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import warnings
 from collections.abc import Sequence
@@ -92,6 +94,9 @@ def pytest_xdist_make_scheduler(config, log):
     for those in a way pytest 9 ignores.)"""
     from xdist.scheduler import LoadScopeScheduling
 
+    if config.getvalue("dist") == "each":  # every test on every worker: nothing to group
+        return None
+
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group(nodeid)
@@ -134,20 +139,33 @@ def ingest_into(root: Path, paths: Sequence[Path]) -> Settings:
     return settings
 
 
+def shared_basetemp(tmp_path_factory) -> Path:
+    """Where set-ups shared by the whole run live: under pytest-xdist the folder above every worker's basetemp (one per
+    run), else this session's basetemp."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def ingest_copy(tmp_path_factory):
-    """ingest_copy(paths, root) -> Settings: ``paths`` ingested (OCR off, as :func:`ingest_into`) once per session,
-    the prepared root copied to ``root`` (which must not exist yet): modules that start from the same documents
-    share one ingest, and each still writes to a root of its own."""
-    prepared: dict[tuple[str, ...], Path] = {}
+    """ingest_copy(paths, root) -> Settings: ``paths`` ingested (OCR off, as :func:`ingest_into`) once per run (under
+    pytest-xdist the first worker to need it ingests, the others wait on a file lock and reuse it), the prepared root
+    copied to ``root`` (which must not exist yet): modules that start from the same documents share one ingest, and
+    each still writes to a root of its own."""
+    from filelock import FileLock
+
+    shared = shared_basetemp(tmp_path_factory)
 
     def make(paths: Sequence[Path], root: Path) -> Settings:
-        key = tuple(str(Path(p).resolve()) for p in paths)
-        if key not in prepared:
-            source = tmp_path_factory.mktemp("shared-ingest")
-            ingest_into(source, paths)
-            prepared[key] = source
-        shutil.copytree(prepared[key], root)
+        key = "\n".join(str(Path(p).resolve()) for p in paths)
+        prepared = shared / f"shared-ingest-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+        with FileLock(f"{prepared}.lock"):
+            if not (prepared / "done").exists():
+                shutil.rmtree(prepared, ignore_errors=True)  # left half-way by a worker that failed
+                (prepared / "root").mkdir(parents=True)
+                ingest_into(prepared / "root", paths)
+                (prepared / "done").touch()
+        shutil.copytree(prepared / "root", root)
         return Settings(root=root, ocr={"enabled": False})
 
     return make
