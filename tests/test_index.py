@@ -99,12 +99,17 @@ def test_a_question_copied_from_a_chunk_finds_it(indexed, mode):
     assert [h["score"] for h in result.hits] == sorted((h["score"] for h in result.hits), reverse=True)
 
 
-def test_korean_tokens_drop_particles_and_add_syllable_bigrams():
-    assert tokens("에어백은 전개 시간을") == ["에어백은", "에어백", "에어", "어백", "백은", "전개", "시간을", "시간", "시간", "간을"]
-    assert tokens("HIC15 값은") == ["hic15", "값은"]  # a stem must keep two syllables
+def test_korean_tokens_drop_particles_and_add_content_morphemes():
+    assert tokens("에어백은 전개 시간을") == ["에어백은", "에어백", "에어백", "전개", "시간을", "시간", "시간"]
+    assert tokens("HIC15 값은")[:2] == ["hic15", "값은"]  # a particle stem must keep two syllables
     # a spacing-free Korean PDF line still shares tokens with a spaced question
-    assert {"위원", "위촉"} <= set(tokens("위원위촉시다양한")) and "위원" in tokens("위원을 위촉할 때")
-    assert tokens("문 의 처") == ["문의처", "문의", "의처"] and "검토보고" in tokens("검  토  보  고")  # letter-spaced headings
+    assert {"위원", "위촉"} <= set(tokens("위원위촉시다양한")) and {"위원", "위촉"} <= set(tokens("위원을 위촉할 때"))
+    assert tokens("문 의 처")[0] == "문의처" and "검토보고" in tokens("검  토  보  고")  # letter-spaced headings
+    # the morphemes are content words: no particle or question ending of the question matches the text
+    question = tokens("전월 이용금액에서 제외되는 항목에는 무엇이 있나요?")
+    assert {"이용", "금액", "제외", "항목"} <= set(question)
+    assert not {"에서", "에는", "나요", "있나"} & set(question)
+    assert tokens("crash test") == ["crash", "test"]  # English words are untouched
 
 
 @pytest.mark.parametrize("mode", MODES)
