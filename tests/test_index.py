@@ -466,6 +466,20 @@ def test_passages_expand_to_their_chunk_and_hits_show_their_section(indexed):
     chunk = [h for h in index.chunk_hits([hit.chunk_id, "no-such-chunk"])]
     assert len(chunk) == 1 and chunk[0].chunk_id == hit.chunk_id and chunk[0].text == whole.text
     assert set(index.chunk_ids) == {r["chunk_id"] for r in index.table.to_arrow().select(["chunk_id"]).to_pylist()}
+    # small-to-big within a budget: the hit's own text plus neighbours of its chunk, never past the budget
+    grown = index.with_neighbours([hit], 10**6)[0]
+    assert grown.text == whole.text and grown.passage_id == hit.passage_id and grown.section == hit.section
+    assert index.with_neighbours([hit], 0)[0].text == hit.text
+    assert index.with_neighbours([hit], len(hit.text))[0].text == hit.text  # no neighbour fits
+
+
+def test_neighbour_span_grows_next_then_previous_within_the_budget():
+    from tasks.index.passages import neighbour_span
+
+    assert neighbour_span([500, 400, 300, 900], 1, 1500) == (0, 2)  # next (300), then previous (500): 1,200
+    assert neighbour_span([500, 400, 300, 900], 1, 1000) == (1, 2)  # the previous one would pass the budget
+    assert neighbour_span([500, 400, 300, 900], 3, 1000) == (3, 3)  # nothing fits beside 900
+    assert neighbour_span([2000], 0, 1500) == (0, 0) and neighbour_span([100, 100], 0, 0) == (0, 0)
 
 
 def test_search_uses_the_published_query_adapter_and_names_it(root):

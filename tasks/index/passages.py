@@ -294,6 +294,22 @@ def _section_of(group: list[_Block]) -> str:
     return " > ".join(first) + "".join(f" + {leaf}" for leaf in leaves)
 
 
+def neighbour_span(lengths: Sequence[int], at: int, budget: int) -> tuple[int, int]:
+    """Small-to-big: the first and last position of the run of passages around ``at`` (one chunk's passage lengths in
+    order) that a hit at ``at`` shows. The next passage, then the previous one, are added in turn while the run stays
+    within ``budget`` characters; a passage already over the budget stays alone (``budget`` 0: no expansion)."""
+    lo = hi = at
+    size = lengths[at]
+    grew = True
+    while grew:
+        grew = False
+        for j in (hi + 1, lo - 1):
+            if 0 <= j < len(lengths) and size + lengths[j] <= budget:
+                size += lengths[j]
+                lo, hi, grew = min(lo, j), max(hi, j), True
+    return lo, hi
+
+
 def passage_id(chunk_id: str, position: int, body: str) -> str:
     """Content-derived id: the chunk, the position and the body."""
     digest = hashlib.sha1(f"{chunk_id}\n{position}\n{body}".encode()).hexdigest()[:16]

@@ -61,6 +61,7 @@ from ragprep.retrieval import (
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_bytes, exchange_paths
 from ragprep.tables import spec
+from tasks.index.passages import neighbour_span
 
 TABLE = "chunks"
 MANIFEST = "manifest.json"
@@ -371,6 +372,36 @@ class SearchIndex:
         by_id = {r["passage_id"]: r["text"] for r in texts}
         body = "\n\n".join(by_id[self.unit_ids[row]] for row in rows)
         return SearchHit(**{**hit.as_dict(), "text": body})
+
+    def neighbour_texts(self, unit_ids: Sequence[str], budget: int) -> dict[str, str]:
+        """Small-to-big: each named passage's body joined with its neighbours in its chunk while the text stays within
+        ``budget`` characters (``passages.neighbour_span``); a passage that gains none keeps its own body."""
+        rows = self._chunk_rows()
+        chunk_of = self._unit_chunks()
+        wanted = {c for u in unit_ids if (c := chunk_of.get(u))}
+        needed = sorted({row for c in wanted for row in rows[c]})
+        if not needed:
+            return {}
+        table = self.table.take_offsets(needed).select(["passage_id", "text"]).to_arrow().to_pylist()
+        body = {r["passage_id"]: r["text"] or "" for r in table}
+        out = {}
+        for unit in unit_ids:
+            if unit not in chunk_of:
+                continue
+            ids = [self.unit_ids[row] for row in rows[chunk_of[unit]]]
+            lo, hi = neighbour_span([len(body[i]) for i in ids], ids.index(unit), budget)
+            out[unit] = "\n\n".join(body[i] for i in ids[lo:hi + 1])
+        return out
+
+    def _unit_chunks(self) -> dict[str, str]:
+        return {self.unit_ids[row]: chunk for chunk, rows in self._chunk_rows().items() for row in rows}
+
+    def with_neighbours(self, hits: list[SearchHit], budget: int) -> list[SearchHit]:
+        """The hits with their text grown by ``neighbour_texts`` (their passage id, section and rank unchanged)."""
+        if budget <= 0 or not hits:
+            return hits
+        texts = self.neighbour_texts([h.passage_id for h in hits], budget)
+        return [SearchHit(**{**h.as_dict(), "text": texts.get(h.passage_id, h.text)}) for h in hits]
 
     def chunk_hits(self, chunk_ids: Sequence[str]) -> list[SearchHit]:
         """The named chunks the index holds, each as its first passage expanded to the whole chunk."""
