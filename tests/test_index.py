@@ -515,6 +515,25 @@ def test_search_uses_the_published_query_adapter_and_names_it(root):
     assert "trained query adapter negated" in result.reports()[0].notes[0]
 
 
+def test_the_adapter_judge_scores_a_query_file_as_search_ranks(indexed, tmp_path):
+    from tasks.train.adapter import AdaptedEmbedder
+    from tasks.train.judge import judge_on_query_file
+
+    root, _ = indexed
+    settings = Settings(root=root)
+    lines = [line for line in (REPO / "tests" / "data" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+             if json.loads(line)["document"] == "crash_report_frontal_offset.pptx"]
+    path = tmp_path / "frontal.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    manifest = read_manifest(root / "index" / "v1")
+    embedder = make_embedder(manifest.embedder, settings, Layout(root).embeddings_cache_dir)
+    same = judge_on_query_file(settings, path, embedder, AdaptedEmbedder(embedder, np.eye(manifest.dim), "identity"))
+    assert same.questions == len(lines) and same.vanilla_mrr_10 == same.trained_mrr_10 > 0.5
+    dense = settings.model_copy(update={"index": settings.index.model_copy(update={"mode": "dense"})})
+    flipped = judge_on_query_file(dense, path, embedder, AdaptedEmbedder(embedder, -np.eye(manifest.dim), "negated"))
+    assert flipped.trained_mrr_10 < flipped.vanilla_mrr_10  # the adapter is applied to the queries it judges
+
+
 def test_weighted_fusion_and_query_language():
     from ragprep.retrieval import Fusion, query_language
 

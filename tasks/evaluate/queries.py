@@ -20,7 +20,6 @@ reports it leave-one-family-out (or leave-one-document-out for a language with a
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -28,13 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from ragprep.errors import RagprepError
 from ragprep.report import Report
 from ragprep.retrieval import Fusion, rerank_by_sentences, rrf_fuse, sentence_match
 from tasks.evaluate.baselines import Unit
-from tasks.index.passages import normalised
+from tasks.index.queryfile import Query, QueryFileError, answers, load_queries  # noqa: F401 (QueryFileError: re-exported)
 
 K = 10
 DEPTH = 100
@@ -42,53 +40,6 @@ DEPTH = 100
 RRF_KS = (2, 5, 10, 20, 40, 60, 100)
 BM25_WEIGHTS = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 SENTENCE_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
-
-
-class QueryFileError(RagprepError):
-    """A query file that cannot be read; the message names the file, the line and the fix."""
-
-
-class Query(BaseModel):
-    """One hand-written question with its gold document, page or slide and answer keys."""
-
-    id: str
-    question: str
-    lang: str
-    family: str
-    document: str
-    page: int | None = None
-    slide: int | None = None
-    answer_keys: list[str]
-
-
-def load_queries(path: Path) -> list[Query]:
-    """The questions of a JSONL query file; raises ``QueryFileError`` naming the line at fault."""
-    if not path.is_file():
-        raise QueryFileError(f"{path}: no such query file (JSONL, one question a line; see tests/data/README.md)")
-    out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            query = Query.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise QueryFileError(f"{path}:{number}: not a query line ({first}); each line needs id, question, lang, "
-                                 "family, document and answer_keys") from None
-        if not query.answer_keys:
-            raise QueryFileError(f"{path}:{number}: question {query.id} has no answer_keys; add the strings its answer holds")
-        out.append(query)
-    if not out:
-        raise QueryFileError(f"{path}: no questions in the file")
-    return out
-
-
-def answers(query: Query, document: str, text: str) -> bool:
-    """Whether a unit of ``document`` with ``text`` answers ``query`` (right document, every key in the text)."""
-    if document != query.document:
-        return False
-    flat = normalised(text)
-    return all(normalised(key) in flat for key in query.answer_keys)
 
 
 @dataclass(frozen=True)
