@@ -73,7 +73,16 @@ def morphemes(word: str) -> tuple[str, ...]:
     with _ANALYSER_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # pecab's cost sums overflow harmlessly on long runs
         analysed = _analyser().pos(word)
-    return tuple(m for m, tag in analysed if tag.split("+")[0] in MORPHEME_TAGS and m != word)
+    kept: list[str] = []
+    number = False  # pecab gives a number digit by digit (SN): consecutive digits are joined back into one token
+    for morpheme, tag in analysed:
+        tag = tag.split("+")[0]
+        if tag == "SN" and number:
+            kept[-1] += morpheme
+        elif tag in MORPHEME_TAGS:
+            kept.append(morpheme)
+        number = tag == "SN"
+    return tuple(m for m in kept if m != word)
 
 
 def tokens(text: str) -> list[str]:

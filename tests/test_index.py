@@ -109,6 +109,7 @@ def test_korean_tokens_drop_particles_and_add_content_morphemes():
     question = tokens("전월 이용금액에서 제외되는 항목에는 무엇이 있나요?")
     assert {"이용", "금액", "제외", "항목"} <= set(question)
     assert not {"에서", "에는", "나요", "있나"} & set(question)
+    assert "2050" in tokens("의결하기위하여2050탄소중립") and "75" in tokens("75도")  # digits stay one number
     assert tokens("crash test") == ["crash", "test"]  # English words are untouched
 
 
