@@ -10,7 +10,8 @@ holds every answer key (compared after NFKC, lower-casing and removing whitespac
 * ``median chars of hit 1`` — how much a reader has to read.
 
 Scored in one run, with the same embedder and BM25 tokenizer: the product's index (the passages of
-``ragprep index``: hybrid as configured, BM25, dense; queries encoded as ``search`` encodes them, through the
+``ragprep index``, each hit's text grown with its chunk neighbours to ``index.expand_chars`` as ``search`` shows it;
+hybrid as configured, BM25, dense; queries encoded as ``search`` encodes them, through the
 published query adapter when there is one, and then also with the vanilla embedder) and two baselines read from the source files
 (``tasks/evaluate/baselines.py``: one unit per page/slide, 400-word windows with 50 overlap), scored
 with BM25 and, when ``evaluate.dense_baselines`` is on, dense and hybrid too.
