@@ -27,11 +27,15 @@ HANGUL_RE = re.compile(r"[\uac00-\ud7a3]")
 """One Hangul syllable (the one pattern every module that tells Korean text apart uses)."""
 _SPACED_RE = re.compile(r"(?<![\w])[\uac00-\ud7a3](?: {1,2}[\uac00-\ud7a3](?![\w]))+")
 """Two or more single Hangul syllables, one or two spaces apart: a letter-spaced heading."""
+_SPACED_CELL_RE = re.compile(r"(?<=\|) *([\uac00-\ud7a3]{1,2}(?: [\uac00-\ud7a3]{1,2})+) *(?=\|)")
+"""A Markdown table cell of Hangul pieces of one or two syllables, single spaces apart: a header wrapped in a narrow
+column ("총인 원" for 총인원); joined when it has at most ``SPACED_CELL_SYLLABLES`` syllables."""
+SPACED_CELL_SYLLABLES = 6
 PARTICLES = ("에서는", "으로는", "에서", "으로", "에게", "까지", "부터", "은", "는", "이", "가", "을", "를", "의", "에", "로", "와", "과",
              "도", "만")
 """Korean particles stripped from the end of a word, longest first."""
 
-TOKENIZER_ID = "ragprep-words-ko-particles-morphemes-spaced-4"
+TOKENIZER_ID = "ragprep-words-ko-particles-morphemes-spaced-cells-5"
 """Names this rule in index manifests: an index whose BM25 was built by another rule must be rebuilt."""
 
 
@@ -85,10 +89,18 @@ def morphemes(word: str) -> tuple[str, ...]:
     return tuple(m for m in kept if m != word)
 
 
+def _joined_cell(match: re.Match) -> str:
+    cell = match.group(0)
+    joined = cell.replace(" ", "")
+    return f" {joined} " if len(joined) <= SPACED_CELL_SYLLABLES else cell
+
+
 def tokens(text: str) -> list[str]:
     """BM25 tokens: lower-cased words of 2+ characters; Korean words also without a trailing particle, and their
-    content morphemes (``morphemes``)."""
+    content morphemes (``morphemes``). Letter-spaced Korean (a spaced heading, a table header cell wrapped in a narrow
+    column) is joined first; the morphemes of the joined word still give its parts when it was two words."""
     out = []
+    text = _SPACED_CELL_RE.sub(_joined_cell, text)
     text = _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), text)
     for word in _TOKEN_RE.findall(text.lower()):
         out.append(word)

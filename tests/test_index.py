@@ -105,6 +105,11 @@ def test_korean_tokens_drop_particles_and_add_content_morphemes():
     # a spacing-free Korean PDF line still shares tokens with a spaced question
     assert {"위원", "위촉"} <= set(tokens("위원위촉시다양한")) and {"위원", "위촉"} <= set(tokens("위원을 위촉할 때"))
     assert tokens("문 의 처")[0] == "문의처" and "검토보고" in tokens("검  토  보  고")  # letter-spaced headings
+    # a table header wrapped in a narrow column is one word again; a real two-word cell keeps its parts as morphemes
+    header = tokens("| 구분 | 총인 원 | 기준 충족 | 시의원, 공공기관 등 |")
+    assert "총인원" in header and {"기준충족", "기준", "충족"} <= set(header) and "원" not in header
+    assert "총인원" in tokens("총인원은 몇 명인가요?")
+    assert "가나다라마바사" not in tokens("| 가나 다라 마바 사 |")  # a long cell is a phrase, not a wrapped word
     # the morphemes are content words: no particle or question ending of the question matches the text
     question = tokens("전월 이용금액에서 제외되는 항목에는 무엇이 있나요?")
     assert {"이용", "금액", "제외", "항목"} <= set(question)
@@ -445,6 +450,24 @@ def test_heading_lines_stay_in_passages_and_a_table_keeps_its_title_and_source_l
     table = next(p for p in passages if "| Seoul | 40 |" in p.body)
     assert table.body.startswith("2. Regional committees\n\nSource: ministry\n\n| city | total |")
     assert table.section == "Results"  # a heading over real content is in the section path, not repeated in the body
+
+
+def test_a_table_of_contents_is_its_own_passage_and_sets_no_section():
+    from tasks.index.passages import cut_passages
+
+    text = ("검 토 보 고\n\n#### ▣ 이수진 의원 대표발의\n\n2024. 5.\n\n목 차\n\nⅠ. 제안경위··········· 1\n\n"
+            "Ⅱ. 제안이유및주요내용········ 1\n\n1. 탄소중립위원회위원후보추천단체명시······ 3\n\n"
+            "Ⅰ. 제안경위\n\n2023년11월9일이수진의원이대표발의한개정법률안은2023년11월10일회부되었음.\n\n"
+            "Contents\n\n1 Scope . . . . . . . . . 3\n\n2 Definitions .......... 4")
+    passages = cut_passages("c", text, [], "L")
+    toc = [p for p in passages if "제안경위···" in p.body]
+    assert len(toc) == 1 and "목 차" in toc[0].body and "2024. 5." not in toc[0].body and "회부" not in toc[0].body
+    cover = next(p for p in passages if "2024. 5." in p.body)
+    assert "회부" not in cover.body  # the cover, its contents and the first section are three passages
+    first = next(p for p in passages if "회부" in p.body)
+    assert first.section.endswith("> Ⅰ. 제안경위")  # a contents entry is no clause: the section is the real heading's
+    assert not any("···" in p.section for p in passages)
+    assert any(p.body.startswith("Contents") and "2 Definitions" in p.body for p in passages)  # dot leaders, English
 
 
 def test_standard_names_and_korean_word_counts():
