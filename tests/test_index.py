@@ -568,6 +568,20 @@ def test_weighted_fusion_and_query_language():
     assert query_language("FMVSS 214 측면 충돌 시험 속도는?") == "ko"
 
 
+def test_the_sentence_match_reads_a_table_row_with_its_header():
+    from ragprep.retrieval import match_pieces, sentence_match
+
+    table = "Regional committees\n| city | total members |\n|---|---|\n| Seoul | 40 |\n| Busan | 50 |\nSource: ministry."
+    assert list(match_pieces(table)) == ["Regional committees", "| city | total members |",
+                                         "| Seoul | 40 | | city | total members |", "| Busan | 50 | | city | total members |",
+                                         "Source:", "ministry."]
+    prose = "Seoul hosts a committee. Its members are listed below."
+    idf = lambda token: 1.0  # noqa: E731
+    question = "total members of the Seoul committee"
+    # the row holds the city, its header the quantity asked: one piece holds 3 of the 4 content words
+    assert sentence_match(question, table, idf) == 0.75 and sentence_match(question, prose, idf) == 0.5
+
+
 def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(indexed, tmp_path):
     from tasks.evaluate.queries import run_query_evaluation
 
