@@ -5,8 +5,9 @@ retrieval needs smaller units. ``cut_passages`` splits a chunk's text into block
 items, Markdown tables (with up to two short lines before them: a caption, a title, a source line), the heading
 lines with (almost) nothing under them (a cover page made of headings; the others are in the section path of what
 follows them; a heading opens a passage and never closes one), a slide's speaker notes, a table of contents (its
-entries end in a dot leader and a page number; they are a passage of their own and no entry is taken for the
-numbered clause of what follows, so a cover and its contents do not pull every question into one hub passage) —
+entries end in a dot leader and a page number; no entry is taken for the numbered clause of what follows, and the
+contents list is no passage unless the chunk holds nothing else: its titles point at sections whose passages carry
+them in their section path or body, and as a passage it outranked the sections it names) —
 and packs consecutive blocks into passages of about ``min_words``..``max_words`` words (a Korean word
 without spaces counts one per ``KO_CHARS_PER_WORD`` syllables). A block longer than ``max_words`` is
 split: a table into groups of rows with its header row repeated, a paragraph into sentence groups.
@@ -340,8 +341,10 @@ def cut_passages(chunk_id: str, text: str, heading_path: Sequence[str], label: s
     """The passages of one chunk's text (Ver.1 or Ver.0 Markdown) with their section paths and context lines."""
     header, body = strip_header(text)
     blocks = _pieces(_attach_captions(split_blocks(body, heading_path)), max_words)
+    groups = _pack(blocks, min_words, max_words)
+    content = [g for g in groups if any(b.kind != "toc" for b in g)]
     passages = []
-    for position, group in enumerate(_pack(blocks, min_words, max_words)):
+    for position, group in enumerate(content or groups):  # a contents list points at sections; it is no passage
         section = _section_of(group)
         passage_body = "\n\n".join(b.text for b in group)
         context = "\n".join(part for part in (label, section and f"Section: {section}", header) if part)
