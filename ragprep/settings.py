@@ -356,7 +356,8 @@ class IndexSettings(BaseModel):
                                    "the share of the question's rare words held by the passage's best sentence (0: off).")
     rrf_depth: int = Field(100, ge=1, description="Hybrid: candidates taken from each of the dense and BM25 rankings before fusion.")
     expand_chars: int = Field(1500, ge=0, description="Small-to-big: `search` shows each hit's passage joined with its neighbours "
-                              "in the same chunk (next, then previous) while the text stays within this many characters (0: off).")
+                              "in reading order in its document, across chunks (next, then previous) while the text "
+                              "stays within this many characters (0: off).")
     mode: Literal["dense", "bm25", "hybrid"] = Field("hybrid", description="Default retrieval mode of `ragprep search`.")
     variant: Literal["v1", "v0"] = Field(
         "v1", description="Text embedded by default: v1 = markdown_v1 (report header + text), v0 = markdown_v0 (no header)."
