@@ -420,3 +420,7 @@ def run_ask_part(args, sources, log) -> dict:
             return bench_ask(args, texts, log)
         finally:
             args.ask_root = Path("-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
