@@ -187,7 +187,7 @@ def print_ask(result: dict) -> None:
           f"{'met' if w['p50'] <= WARM_TARGET_S else 'NOT met'}")
     if wc:
         print(f"    CPU time: p50 {wc['p50']} s, p95 {wc['p95']} s; passage texts embedded by the warm asks: "
-              f"{result.get('warm_passage_texts_embedded')} (every window came from the index build)")
+              f"{result.get('warm_passage_texts_embedded')} (every window was in the vector cache)")
     if c:
         print(f"  cold `ragprep ask` (new process): p50 {c['p50']} s, p95 {c['p95']} s = {result['cold_x_bare_p50']}x bare "
               f"p50 ({result['questions_cold']} runs); target p50 <= {COLD_TARGET_S} s: "
