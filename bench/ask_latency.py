@@ -8,6 +8,8 @@
   already open, which is what every ``ask`` does first.
 * **warm ask**: ``tasks.refmatch.ask.ask`` in the same process after one untimed ask (what ``ragprep serve``'s
   ``POST /ask`` runs: index, model, re-ranker and scorer kept loaded).
+* **served**: the same questions as ``POST /ask`` on the report page's endpoint (``ragprep serve``'s), over
+  loopback HTTP.
 * **cold ask**: ``ragprep ask QUESTION --root ROOT`` as a new process (the console script, imports and model load
   included), a few times.
 
@@ -104,6 +106,40 @@ def prepared_root(args, texts: list[str], log) -> tuple[Path, dict]:
     return root, build
 
 
+def served_asks(settings, questions: list[str], log) -> list[float]:
+    """Seconds of one ``POST /ask`` per question on the report page's endpoint (``ragprep serve``'s; the page served
+    from the root, the endpoint warmed first as the service warms it), JSON over loopback HTTP."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from ragprep.webroot import WebRoot
+    from tasks.refmatch.endpoint import add_ask_endpoint
+
+    web = WebRoot(settings.root)
+    warm = add_ask_endpoint(web, settings)
+    web.start()
+    out = []
+    try:
+        warm.start()
+        warm.join(600)
+        where = urlsplit(web.url)
+        log(f"ask: {len(questions)} questions through POST /ask ...")
+        for question in questions:
+            started = time.perf_counter()
+            conn = http.client.HTTPConnection(where.hostname, where.port, timeout=120)
+            conn.request("POST", "/ask", body=json.dumps({"question": question}).encode(),
+                         headers={"Content-Type": "application/json"})
+            reply = conn.getresponse()
+            reply.read()
+            conn.close()
+            out.append(time.perf_counter() - started)
+            if reply.status != 200:
+                raise RuntimeError(f"POST /ask answered {reply.status}")
+    finally:
+        web.stop()
+    return out
+
+
 def cold_asks(root: Path, questions: list[str], log) -> tuple[list[float], list[float]]:
     """Wall and CPU seconds (user + system of the process and its threads) of one new ``ragprep ask`` process per
     question. CPU seconds do not depend on what else the machine runs: on two free cores the wall clock of this
@@ -158,6 +194,7 @@ def bench_ask(args, texts: list[str], log) -> dict:
                 ask(settings, question)
                 warm.append(time.perf_counter() - started)
                 warm_cpu.append(time.process_time() - cpu)
+    served = served_asks(settings, questions[1:args.ask_questions + 1], log)
     cold, cold_cpu = cold_asks(root, questions[args.ask_questions + 1:], log)
     out = {"chunks": index.manifest.chunks, "passages": index.manifest.passages, "build": build,
            "questions_warm": len(warm), "questions_cold": len(cold),
@@ -165,6 +202,7 @@ def bench_ask(args, texts: list[str], log) -> dict:
            "bare_ranking_s": {"p50": round(_pct(bare, 0.5), 3), "p95": round(_pct(bare, 0.95), 3)},
            "warm_s": {"p50": round(_pct(warm, 0.5), 3), "p95": round(_pct(warm, 0.95), 3)},
            "warm_cpu_s": {"p50": round(_pct(warm_cpu, 0.5), 3), "p95": round(_pct(warm_cpu, 0.95), 3)},
+           "served_s": {"p50": round(_pct(served, 0.5), 3), "p95": round(_pct(served, 0.95), 3)} if served else None,
            "cold_s": {"p50": round(_pct(cold, 0.5), 2), "p95": round(_pct(cold, 0.95), 2), "max": round(max(cold), 2)}
            if cold else None,
            "cold_cpu_s": {"p50": round(_pct(cold_cpu, 0.5), 2), "p95": round(_pct(cold_cpu, 0.95), 2)} if cold else None,
@@ -188,6 +226,9 @@ def print_ask(result: dict) -> None:
     if wc:
         print(f"    CPU time: p50 {wc['p50']} s, p95 {wc['p95']} s; passage texts embedded by the warm asks: "
               f"{result.get('warm_passage_texts_embedded')} (every window was in the vector cache)")
+    if result.get("served_s"):
+        sv = result["served_s"]
+        print(f"  warm POST /ask (the report page's endpoint, loopback HTTP): p50 {sv['p50']} s, p95 {sv['p95']} s")
     if c:
         print(f"  cold `ragprep ask` (new process): p50 {c['p50']} s, p95 {c['p95']} s = {result['cold_x_bare_p50']}x bare "
               f"p50 ({result['questions_cold']} runs); target p50 <= {COLD_TARGET_S} s: "
