@@ -79,17 +79,18 @@ def prepared_root(args, texts: list[str], log) -> tuple[Path, dict]:
     import tasks.index.run as index_run
 
     root = args.ask_root
+    mode = getattr(args, "ask_windows", "all")
     build: dict = {"reused": False}
     manifest = root / "index" / "v1" / "manifest.json"
-    if manifest.is_file() and json.loads(manifest.read_text()).get("chunks") == len(texts):
-        mark = root / WINDOWS_MARK
-        build.update(reused=True, windows_mode=mark.read_text().strip() if mark.is_file() else "all")
+    mark = root / WINDOWS_MARK
+    built = mark.read_text().strip() if mark.is_file() else "all"
+    if manifest.is_file() and json.loads(manifest.read_text()).get("chunks") == len(texts) and mode in (built, "reached"):
+        build.update(reused=True, windows_mode=built)  # a build with every window serves `reached` too
         return root, build
     for part in root.iterdir() if root.exists() else []:  # the vector cache stays: a killed build keeps its work
         if part.name != "cache":
             shutil.rmtree(part) if part.is_dir() else part.unlink()
     settings = publish_chunks(root, texts)
-    mode = getattr(args, "ask_windows", "all")
     log(f"ask: indexing {len(texts)} chunks (passages{' and reading windows' if mode == 'all' else ''} embedded) ...")
     listing = index_run.index_windows
     if mode == "reached":
