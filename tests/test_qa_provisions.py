@@ -34,7 +34,8 @@ def test_value_rule_names_paragraph_item_and_document_and_answers_the_qualified_
     pairs = made("generate.provision.value", view(PROCEDURE))
     assert ("What forward angle does paragraph S7.2(a) of FMVSS No. 216 specify?", "5 degrees") in pairs
     assert ("What outboard angle does paragraph S7.2(b) of FMVSS No. 216 specify?", "25 degrees") in pairs
-    assert ("What rate does paragraph S7.5 of FMVSS No. 216 specify?", "not more than 13 millimeters per second") in pairs
+    assert ("What rate does paragraph S7.5 of FMVSS No. 216 specify for the test device?",
+            "not more than 13 millimeters per second") in pairs
     assert all(a in PROCEDURE for _, a in pairs)  # verbatim spans
     assert made("generate.provision.value", view(PROCEDURE, handle=Handle())) == []  # never without a handle
 
@@ -199,7 +200,18 @@ def test_headline_facts_ranges_and_item_requirements():
     assert made("generate.provision.value", view(text, handle)) == []  # a range and a list of the same kind: ambiguous
     ranged = "# X\n\nS5.1 The load limiter caps the belt force at a level between 3 and 6 kN.\n"
     assert made("generate.provision.value", view(ranged, handle)) == [
-        ("What force does paragraph S5.1 of FMVSS No. 216a specify?", "between 3 and 6 kN")]
+        ("What force does paragraph S5.1 of FMVSS No. 216a specify for the load limiter?", "between 3 and 6 kN")]
+
+
+def test_a_value_question_names_the_subject_the_value_belongs_to_or_is_not_asked():
+    """Failure class: "What angle does section 3.5 specify?" names no subject. The subject of the value's clause is
+    named; with neither it nor a specific quantity noun, nothing is asked."""
+    text = ("# Test setup\n\n3.5 Rotate the fixture to 25 degrees.\n\n"
+            "3.6 The roof crusher shall be applied at 5 millimeters per second; the platen is tilted to 10 degrees.\n")
+    pairs = made("generate.provision.value", view(text))
+    assert not any("3.5" in q for q, _ in pairs)  # imperative, no subject, bare "angle": no question
+    assert ("What rate does paragraph 3.6 of FMVSS No. 216 specify for the roof crusher?", "5 millimeters per second") in pairs
+    assert ("What angle does paragraph 3.6 of FMVSS No. 216 specify for the platen?", "10 degrees") in pairs
 
 
 def test_conditional_requirements_ask_when():

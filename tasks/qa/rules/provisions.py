@@ -280,8 +280,8 @@ def garbled(answer: str) -> bool:
     return bool(_GARBLED_RE.search(answer))
 
 
-def _values(text: str) -> list[tuple[str, str, str, bool]]:
-    """(quantity noun or '', unit class, value span, askable) for each value with a unit in ``text``. Values that
+def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
+    """(quantity noun or '', unit class, value span, askable, subject or '') for each value with a unit in ``text``. Values that
     cannot be asked (a listed, signed or tolerance-only number, a garbled or negated one, a value written in words)
     are kept, not askable, so that a question never treats the other value of their kind as the only one."""
     out = []
@@ -293,16 +293,17 @@ def _values(text: str) -> list[tuple[str, str, str, bool]]:
         negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
         askable = not (_not_a_value(match, text) or garbled(span) or negated)
         noun = _NOUN_RE.search(before)
-        out.append((noun.group("noun") if noun else "", _kind(match), span, askable))
+        subject = value_subject(text[:match.start()])
+        out.append((noun.group("noun") if noun else "", _kind(match), span, askable, subject))
     for match in _WORD_VALUE_RE.finditer(text):
-        out.append(("", "time" if match.group("time") else "distance", match.group(0), False))
+        out.append(("", "time" if match.group("time") else "distance", match.group(0), False, ""))
     return out
 
 
 def prose_values(markdown: str) -> list[str]:
     """Every value with a unit in the chunk's prose (tables, pictures and quotes left out)."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
-    return [span for _, _, span, askable in _values(text) if askable]
+    return [span for _, _, span, askable, _ in _values(text) if askable]
 
 
 def _verbatim(answer: str, markdown: str) -> str:
@@ -311,8 +312,51 @@ def _verbatim(answer: str, markdown: str) -> str:
     return found.group(0) if found else ""
 
 
-def _question_for(noun: str, kind: str, reference: str) -> str:
+_CLAUSE_START_RE = re.compile(r"(?:[.;:!?]\s|\bso that\b|\bwhere\b|\bwhen\b|\bif\b|\bsuch that\b|,\s(?:and|but|while)\s|—|\u2014)")
+_SUBJECT_VERBS = ("shall|must|is|are|was|were|will|may|should|can|has|have|moves?|travels?|impacts?|strikes?|reaches?|"
+                  "exceeds?|remains?|weighs?|measures?|applies|applied|positioned|placed|located|mounted|set|loaded|"
+                  "rotated|tilted|raised|lowered|inclined|moved|propelled|accelerated|held|caps")
+_SUBJECT_RE = re.compile(
+    r"\b(?P<det>[Tt]he|[Ee]ach|[Aa]ny|[Aa]ll|[Tt]his)\s+(?P<np>(?:(?!(?:of|in|on|at|to|by|for|with|and|or|from|which|that|"
+    rf"not|be|{_SUBJECT_VERBS})\b)[A-Za-z0-9][\w\-/]*\s+){{0,4}}?(?:(?!(?:of|in|on|at|to|by|for|with|and|or|from|which|that|not|be)\b)"
+    r"[A-Za-z][\w\-]*))(?:\s+of\s+(?:the|each)\s+(?P<of>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*))?"
+    rf"\s+(?:{_SUBJECT_VERBS})\b")
+_NOT_A_SUBJECT = frozenset("following value values figure table paragraph section annex standard regulation "
+                           "requirements requirement procedure same above below other".split())
+
+
+def value_subject(before: str) -> str:
+    """The noun phrase a value belongs to: the subject of the clause that states it ("The impactor shall strike ... at
+    24 km/h" -> "the impactor"; "the moving deformable barrier of the test vehicle travels at ..."), or ''.
+
+    Only the clause of the value is read (it starts after the last sentence end, semicolon, colon, "so that",
+    "when", "if"); the subject is a determiner ("the", "each", "any", "all", "this") and at most five words before a
+    verb ("shall", "is", "moves", "positioned", ...). A figure, table, paragraph or "the following" is no subject."""
+    starts = [m.end() for m in _CLAUSE_START_RE.finditer(before)]
+    clause = before[starts[-1] if starts else 0:]
+    found = None
+    for found in _SUBJECT_RE.finditer(clause):
+        pass
+    if not found:
+        return ""
+    words = found.group("np").lower().split()
+    if words[0] in _NOT_A_SUBJECT or words[-1] in _NOT_A_SUBJECT or any(w.isdigit() for w in words):
+        return ""
+    np = found.group("np") + (f" of the {found.group('of')}" if found.group("of") else "")
+    return f"{found.group('det').lower()} {np}"
+
+
+_GENERIC_NOUNS = frozenset("speed velocity mass angle force load pressure rate time duration distance level length height "
+                           "width weight energy tolerance accuracy offset".split())
+
+
+def _question_for(noun: str, kind: str, reference: str, subject: str) -> str:
+    """The value question; '' when neither a specific quantity noun nor the value's subject names what it is of."""
     quantity = noun or {"share": "percentage", "moment": "moment", "distance": "distance"}.get(kind, kind)
+    if subject and subject.split()[-1].lower() not in quantity.lower().split():
+        return f"What {quantity} does {reference} specify for {subject}?"
+    if not noun or noun.lower() in _GENERIC_NOUNS:
+        return ""  # "What angle does section 3 specify?": the value's subject is not named, so no question
     return f"What {quantity} does {reference} specify?"
 
 
@@ -327,15 +371,16 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
         values = _values(text)
-        for noun, kind, span, askable in values:
-            if not askable:
+        for noun, kind, span, askable, subject in values:
+            question = _question_for(noun, kind, reference, subject)
+            if not askable or not question:
                 continue
             same = [v for v in values if v[1] == kind]
             if len(same) > 1 and (not noun or sum(v[0] == noun for v in same) > 1):
                 continue  # two values of one kind, not told apart by their nouns: the answer would be ambiguous
             answer = _verbatim(span, view.markdown)
             if answer:
-                yield Candidate(_question_for(noun, kind, reference), answer, "numeric", "text")
+                yield Candidate(question, answer, "numeric", "text")
 
 
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
