@@ -95,6 +95,9 @@ def _blocks(markdown: str) -> list[str]:
     return out
 
 
+_MEASURE_RE = re.compile(r"(?:in|mm|cm|m|kg|kN|N|g|ms|s|°|%|deg|lb|ft)(?:\.|\b)(?:[\s\d.,]*(?:in|mm|cm|m|°)\.?)*\s*$")
+
+
 def provision_units(view: ChunkView) -> list[Unit]:
     """The chunk cut into numbered paragraphs and their items (a unit's text without its number); an item is named
     with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3)."""
@@ -103,6 +106,8 @@ def provision_units(view: ChunkView) -> list[Unit]:
     number, items, lead = "", _Items(), False
     for index, block in enumerate(_blocks(view.markdown)):
         found = _NUMBER_RE.match(block)
+        if found and _MEASURE_RE.match(found.group("rest")):
+            continue  # "6.5 in. 30 in.": a figure's dimension label, not paragraph 6.5
         if found and (found.group("number").startswith("S") or "." in found.group("number") or index > 0):
             number, items, lead = found.group("number"), _Items(), False
             title, body = _title(found.group("rest"))
@@ -275,6 +280,9 @@ mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 
+_RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
+
+
 def garbled(answer: str) -> bool:
     """True when the answer carries an extraction artefact (``_GARBLED_RE``): it would not be grounded as written."""
     return bool(_GARBLED_RE.search(answer))
@@ -291,6 +299,7 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
             continue
         before = text[max(0, match.start() - 80):match.start()]
         negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
+        negated = negated or bool(_RESPECTIVELY_RE.match(text[match.end():]))  # "at 25 and -5 degrees, respectively"
         askable = not (_not_a_value(match, text) or garbled(span) or negated)
         noun = _NOUN_RE.search(before)
         subject = value_subject(text[:match.start()])
@@ -312,7 +321,7 @@ def _verbatim(answer: str, markdown: str) -> str:
     return found.group(0) if found else ""
 
 
-_CLAUSE_START_RE = re.compile(r"(?:[.;:!?]\s|\bso that\b|\bwhere\b|\bwhen\b|\bif\b|\bsuch that\b|,\s(?:and|but|while)\s|—|\u2014)")
+_CLAUSE_START_RE = re.compile(r"(?:[.;:!?]\s|\bso that\b|\bverify that\b|\bensure that\b|\bwhere\b|\bwhen\b|\bif\b|\bsuch that\b|,\s(?:and|but|while)\s|—|\u2014)")
 _SUBJECT_VERBS = ("shall|must|is|are|was|were|will|may|should|can|has|have|moves?|travels?|impacts?|strikes?|reaches?|"
                   "exceeds?|remains?|weighs?|measures?|applies|applied|positioned|placed|located|mounted|set|loaded|"
                   "rotated|tilted|raised|lowered|inclined|moved|propelled|accelerated|held|caps")
@@ -321,6 +330,15 @@ _SUBJECT_RE = re.compile(
     rf"not|be|{_SUBJECT_VERBS})\b)[A-Za-z0-9][\w\-/]*\s+){{0,4}}?(?:(?!(?:of|in|on|at|to|by|for|with|and|or|from|which|that|not|be)\b)"
     r"[A-Za-z][\w\-]*))(?:\s+of\s+(?:the|each)\s+(?P<of>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*))?"
     rf"\s+(?:{_SUBJECT_VERBS})\b")
+_NP_STOP = (r"of|in|on|at|to|by|for|with|and|or|from|which|that|not|be|relative|when|during|as|than|under|without|"
+            rf"between|along|while|if|so|{_SUBJECT_VERBS}")
+_INITIAL_SUBJECT_RE = re.compile(
+    rf"\s*(?:\d{{1,2}}[.)]\s+|\([a-z0-9]{{1,3}}\)\s+)?(?P<det>[Tt]he|[Ee]ach|[Aa]ny|[Aa]ll|[Tt]his)\s+"
+    rf"(?P<np>(?:(?!(?:{_NP_STOP})\b)[A-Za-z0-9][\w\-/’']*\s+){{0,4}}(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*)"
+    rf"(?:\s+of\s+(?:the\s+|each\s+)?(?P<of>(?:(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*\s+){{0,2}}"
+    rf"(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*))?(?=\s)(?=.*\b(?:{_SUBJECT_VERBS})\b)", re.DOTALL)
+"""A clause that opens with its subject (a determiner and up to five words, "of the" and up to three more) and has a
+verb after it."""
 _NOT_A_SUBJECT = frozenset("following value values figure table paragraph section annex standard regulation "
                            "requirements requirement procedure same above below other".split())
 
@@ -334,9 +352,10 @@ def value_subject(before: str) -> str:
     verb ("shall", "is", "moves", "positioned", ...). A figure, table, paragraph or "the following" is no subject."""
     starts = [m.end() for m in _CLAUSE_START_RE.finditer(before)]
     clause = before[starts[-1] if starts else 0:]
-    found = None
-    for found in _SUBJECT_RE.finditer(clause):
-        pass
+    found = _INITIAL_SUBJECT_RE.match(clause)  # the clause's own subject first ("The yaw angle of the vehicle ... is")
+    if not found:
+        for found in _SUBJECT_RE.finditer(clause):
+            pass
     if not found:
         return ""
     words = found.group("np").lower().split()
@@ -350,9 +369,29 @@ _GENERIC_NOUNS = frozenset("speed velocity mass angle force load pressure rate t
                            "width weight energy tolerance accuracy offset".split())
 
 
+_HEAD_KINDS = {
+    **dict.fromkeys("angle inclination".split(), "angle"), **dict.fromkeys("speed velocity".split(), "speed|rate"),
+    **dict.fromkeys("mass weight".split(), "mass|force"), **dict.fromkeys("force load tension".split(), "force|mass"),
+    "pressure": "pressure", **dict.fromkeys("time duration".split(), "time"), "temperature": "temperature",
+    "acceleration": "acceleration", "rate": "rate|speed", "energy": "energy", "voltage": "voltage", "torque": "moment",
+    "volume": "volume", **dict.fromkeys("distance height length width diameter deflection displacement clearance offset "
+                                       "overlap thickness radius depth gap spacing stroke intrusion elongation".split(), "distance"),
+}
+"""The unit kind a quantity noun is measured in: "the load ... 126.9 mm" is no load (unlisted nouns take any kind)."""
+_QUANTITY_HEAD_RE = re.compile(rf"\b(?:{_NOUN_HEADS}|ratio|percentage|share|frequency|number|count)s?$")
+
+
 def _question_for(noun: str, kind: str, reference: str, subject: str) -> str:
-    """The value question; '' when neither a specific quantity noun nor the value's subject names what it is of."""
+    """The value question; '' when neither a specific quantity noun nor the value's subject names what it is of.
+
+    A subject that is itself a quantity ("the yaw angle of the vehicle") is asked for ("What is the yaw angle of the
+    vehicle according to ...?"); another subject is what the quantity is specified for ("What rate does S7.5 specify
+    for the test device?")."""
     quantity = noun or {"share": "percentage", "moment": "moment", "distance": "distance"}.get(kind, kind)
+    head = subject.split(" of ")[0]
+    if subject and _QUANTITY_HEAD_RE.search(head):
+        said = _HEAD_KINDS.get(head.split()[-1].lower().rstrip("s"), kind)
+        return f"What is {subject} according to {reference}?" if kind in said.split("|") else ""
     if subject and subject.split()[-1].lower() not in quantity.lower().split():
         return f"What {quantity} does {reference} specify for {subject}?"
     if not noun or noun.lower() in _GENERIC_NOUNS:
@@ -376,8 +415,11 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
             if not askable or not question:
                 continue
             same = [v for v in values if v[1] == kind]
-            if len(same) > 1 and (not noun or sum(v[0] == noun for v in same) > 1):
-                continue  # two values of one kind, not told apart by their nouns: the answer would be ambiguous
+            told_by_noun = noun and sum(v[0] == noun for v in same) == 1
+            keys = [(v[0], v[4]) for v in same]
+            told_apart = ("", "") not in keys and keys.count((noun, subject)) == 1
+            if len(same) > 1 and not (told_by_noun or told_apart):
+                continue  # two values of one kind, not told apart by their nouns or subjects: the answer would be ambiguous
             answer = _verbatim(span, view.markdown)
             if answer:
                 yield Candidate(question, answer, "numeric", "text")
