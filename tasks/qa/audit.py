@@ -103,8 +103,9 @@ _FACT_RE = re.compile(
 """A measured value with its unit, a table row, a requirement, a definition, a cause or a decision."""
 
 
-MIN_FACT_WORDS = 6
-"""A prose line holding a fact has at least this many words (a figure label "6.5 in. 30 in." holds none)."""
+MIN_FACT_WORDS = 3
+"""A prose line holding a fact has at least this many tokens, two of them words of three letters or more ("Max. chest
+deflection 31 mm" holds one; a figure's dimension label "6.5 in. 30 in." none)."""
 MAX_NOISE_SHARE = 0.25
 """A line whose tokens are more than this share noise (single characters, symbols: formulas, OCR debris) holds none."""
 _WORD_RE = re.compile(r"^[(\"“'‘]?[^\W\d_][\w\-’'./]*[)\"”'’.,;:%]*$|^[(]?\d[\d.,]*[)%.,;:]*$")
@@ -112,7 +113,7 @@ _HANGUL_CHAR_RE = re.compile(r"[\uac00-\ud7a3]")
 
 
 def _clean_line(line: str) -> bool:
-    """A line that can hold a fact: a table row with two filled cells, or prose of ``MIN_FACT_WORDS`` words (Korean:
+    """A line that can hold a fact: a table row with two filled cells, or prose of ``MIN_FACT_WORDS`` tokens (Korean:
     20 characters) of which at most ``MAX_NOISE_SHARE`` are noise tokens (one letter, a symbol, a broken formula)."""
     line = line.strip().lstrip(">").strip()
     if line.startswith("|"):
@@ -124,7 +125,8 @@ def _clean_line(line: str) -> bool:
     if _HANGUL_CHAR_RE.search(line):
         return len(_HANGUL_CHAR_RE.findall(line)) >= 20 or len(tokens) >= MIN_FACT_WORDS
     noise = sum(not _WORD_RE.match(t) or len(t) == 1 and t.lower() not in ("a", "i") for t in tokens)
-    return len(tokens) >= MIN_FACT_WORDS and noise <= MAX_NOISE_SHARE * len(tokens)
+    words = sum(bool(re.match(r"^[(\"“]?[^\W\d_]{3,}", t)) for t in tokens)
+    return len(tokens) >= MIN_FACT_WORDS and words >= MIN_FACT_WORDS - 1 and noise <= MAX_NOISE_SHARE * len(tokens)
 
 
 def holds_fact(markdown: str, title: str = "") -> bool:
