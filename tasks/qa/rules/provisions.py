@@ -42,7 +42,12 @@ from tasks.qa.rules.text import (
 # --- units of a provision ---------------------------------------------------------------------------
 
 _NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*[a-z]?|\d+(?:\.\d+)+|\d+)\.?\s+(?P<rest>\S.*)$", re.DOTALL)
-_ITEM_RE = re.compile(r"^\s*\(?(?P<item>[a-z]|[ivx]{1,4}|\d{1,2})\)\s+(?P<rest>\S.*)$", re.DOTALL)
+_ITEM_RE = re.compile(r"^\s*\(?(?P<item>[a-z]|[ivx]{1,4}|\d{1,2})\)(?:\((?P<item2>[ivx]{1,4}|\d{1,2})\))?\s+(?P<rest>\S.*)$",
+                      re.DOTALL)
+"""An item label and its text: "(b) ...", "b) ...", and a label with its first sub-item "(c)(1) ..."."""
+_INLINE_NUMBER_RE = re.compile(r"(?<=[.;:]\s)(?=S\d+(?:\.\d+)+\.?\s+[A-Z])")
+"""An S-numbered paragraph that starts inside a block ("... 49 CFR 571.214). S7.3 Rear moving barrier ..."): the
+extraction joined two paragraphs, the second is cut off again."""
 _TITLE_WORDS_RE = re.compile(r"^[A-Z][\w\-/&,'’ ()]{2,70}$")
 _VERB_WORDS = frozenset("shall must is are was were be will may should can has have means mean".split())
 
@@ -98,13 +103,21 @@ def _blocks(markdown: str) -> list[str]:
 _MEASURE_RE = re.compile(r"(?:in|mm|cm|m|kg|kN|N|g|ms|s|°|%|deg|lb|ft)(?:\.|\b)(?:[\s\d.,]*(?:in|mm|cm|m|°)\.?)*\s*$")
 
 
+def _push(items: "_Items", sub: re.Match) -> str:
+    """Open the item (and its first sub-item, "(c)(1)") and return the item path."""
+    path = items.push(sub.group("item"))
+    return items.push(sub.group("item2")) if sub.group("item2") else path
+
+
 def provision_units(view: ChunkView) -> list[Unit]:
     """The chunk cut into numbered paragraphs and their items (a unit's text without its number); an item is named
     with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3)."""
     units: list[Unit] = []
     titles: dict[str, str] = {}
     number, items, lead = "", _Items(), False
-    for index, block in enumerate(_blocks(view.markdown)):
+    blocks = [piece for block in _blocks(view.markdown) for piece in _INLINE_NUMBER_RE.split(block) if piece.strip()]
+    for index, block in enumerate(blocks):
+        block = block.strip()
         found = _NUMBER_RE.match(block)
         if found and _MEASURE_RE.match(found.group("rest")):
             continue  # "6.5 in. 30 in.": a figure's dimension label, not paragraph 6.5
@@ -120,14 +133,14 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 continue  # a bare "12" without a title is a figure label or a list number, not a paragraph
             for piece in _ITEM_SPLIT_RE.split(body):
                 sub = _ITEM_RE.match(piece)
-                label = number + items.push(sub.group("item")) if sub else number
+                label = number + _push(items, sub) if sub else number
                 units.append(Unit(label, _inherited(titles, number), sub.group("rest") if sub else piece))
             continue
         sub = _ITEM_RE.match(block)
         if not number or _bare(number) and number not in titles:
             continue
         if sub:
-            units.append(Unit(number + items.push(sub.group("item")), _inherited(titles, number), sub.group("rest"), lead))
+            units.append(Unit(number + _push(items, sub), _inherited(titles, number), sub.group("rest"), lead))
         elif not block.startswith(("|", "!", "*")):
             lead = bool(_LEAD_IN_RE.search(block))
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
@@ -280,6 +293,10 @@ mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 
+_NOUN_AFTER_RE = re.compile(r"\s(overlap|offset|clearance|deflection|intrusion|displacement|elongation|overload)\b")
+_DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|above|below)"
+                                  r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
+"""After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
 _RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
 
 
@@ -302,8 +319,11 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
         negated = negated or bool(_RESPECTIVELY_RE.match(text[match.end():]))  # "at 25 and -5 degrees, respectively"
         askable = not (_not_a_value(match, text) or garbled(span) or negated)
         noun = _NOUN_RE.search(before)
+        after = _NOUN_AFTER_RE.match(text[match.end():])  # "with a 70 percent overlap": the noun follows its value
+        noun_text = after.group(1) if after else noun.group("noun") if noun else ""
+        askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
         subject = value_subject(text[:match.start()])
-        out.append((noun.group("noun") if noun else "", _kind(match), span, askable, subject))
+        out.append((noun_text, _kind(match), span, askable, subject))
     for match in _WORD_VALUE_RE.finditer(text):
         out.append(("", "time" if match.group("time") else "distance", match.group(0), False, ""))
     return out
@@ -321,7 +341,7 @@ def _verbatim(answer: str, markdown: str) -> str:
     return found.group(0) if found else ""
 
 
-_CLAUSE_START_RE = re.compile(r"(?:[.;:!?]\s|\bso that\b|\bverify that\b|\bensure that\b|\bwhere\b|\bwhen\b|\bif\b|\bsuch that\b|,\s(?:and|but|while)\s|—|\u2014)")
+_CLAUSE_START_RE = re.compile(r"(?:[.;:!?]\s|\bso that\b|\bverify that\b|\bensure that\b|\bwhere\b|\bwhen\b|\bif\b|\bsuch that\b|,\s(?:and|but|while)\s|,\s(?=(?:[\w\-]+\s){0,4}(?:shall|must|is|are|will)\b)|—|\u2014)")
 _SUBJECT_VERBS = ("shall|must|is|are|was|were|will|may|should|can|has|have|moves?|travels?|impacts?|strikes?|reaches?|"
                   "exceeds?|remains?|weighs?|measures?|applies|applied|positioned|placed|located|mounted|set|loaded|"
                   "rotated|tilted|raised|lowered|inclined|moved|propelled|accelerated|held|caps")
@@ -331,12 +351,13 @@ _SUBJECT_RE = re.compile(
     r"[A-Za-z][\w\-]*))(?:\s+of\s+(?:the|each)\s+(?P<of>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*))?"
     rf"\s+(?:{_SUBJECT_VERBS})\b")
 _NP_STOP = (r"of|in|on|at|to|by|for|with|and|or|from|which|that|not|be|relative|when|during|as|than|under|without|"
-            rf"between|along|while|if|so|{_SUBJECT_VERBS}")
+            r"between|along|while|if|so|specified|described|shown|defined|given|listed|used|made|equipped|attached|"
+            rf"inflated|{_SUBJECT_VERBS}")
 _INITIAL_SUBJECT_RE = re.compile(
     rf"\s*(?:\d{{1,2}}[.)]\s+|\([a-z0-9]{{1,3}}\)\s+)?(?P<det>[Tt]he|[Ee]ach|[Aa]ny|[Aa]ll|[Tt]his)\s+"
     rf"(?P<np>(?:(?!(?:{_NP_STOP})\b)[A-Za-z0-9][\w\-/’']*\s+){{0,4}}(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*)"
     rf"(?:\s+of\s+(?:the\s+|each\s+)?(?P<of>(?:(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*\s+){{0,2}}"
-    rf"(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*))?(?=\s)(?=.*\b(?:{_SUBJECT_VERBS})\b)", re.DOTALL)
+    rf"(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*))?(?=[\s,])(?=.*\b(?:{_SUBJECT_VERBS})\b)", re.DOTALL)
 """A clause that opens with its subject (a determiner and up to five words, "of the" and up to three more) and has a
 verb after it."""
 _NOT_A_SUBJECT = frozenset("following value values figure table paragraph section annex standard regulation "
@@ -362,7 +383,48 @@ def value_subject(before: str) -> str:
     if words[0] in _NOT_A_SUBJECT or words[-1] in _NOT_A_SUBJECT or any(w.isdigit() for w in words):
         return ""
     np = found.group("np") + (f" of the {found.group('of')}" if found.group("of") else "")
-    return f"{found.group('det').lower()} {np}"
+    return _predicated(f"{found.group('det').lower()} {np}", clause[found.end():])
+
+
+_VERB_RE = re.compile(rf"\b(?:{_SUBJECT_VERBS})\b")
+_DETERMINER_RE = re.compile(r"\b(?:the|a|an|any|each|its|their|either)\s+[a-z]", re.IGNORECASE)
+_AGENT_RE = re.compile(r"\bby\s+(?:a|an|the)\s+")
+_PARTICIPLES = frozenset("moving traveling travelling specified described shown defined given listed used made located "
+                         "mounted equipped attached inflated positioned placed which that with at to in on of from".split())
+
+
+_OWN_NOUN_RE = re.compile(rf"\b(?:a|an|the)\s+(?:[a-z\-]+\s+){{0,2}}(?:{_NOUN_HEADS})\s+(?:of|between|from|to|at|equal to)?\s*$")
+"""The value's own noun phrase at the end of its clause ("set at a level between"): no other noun phrase."""
+
+
+def _agent(text: str) -> str:
+    """The noun phrase after "by a/the" ("by a moving deformable barrier 80 km/h" -> "moving deformable barrier")."""
+    words = []
+    for n, token in enumerate(text.split()):
+        word = token.rstrip(",;")
+        if not re.fullmatch(r"[A-Za-z][\w\-]*", word) or n and word.lower() in _PARTICIPLES or len(words) == 5:
+            break
+        words.append(word)
+        if word != token:
+            break
+    return " ".join(words)
+
+
+def _predicated(subject: str, rest: str) -> str:
+    """The subject when the clause states the value of it: nothing but the quantity's own noun phrase stands between
+    its verb and the value. A passive agent ("the vehicle is impacted ... by a barrier moving at 32 km/h") owns the
+    value instead; another noun phrase in between ("each vehicle shall have means that prevent any hose ... with a
+    length of") leaves the owner unknown: ''."""
+    noun = _NOUN_RE.search(rest) or _OWN_NOUN_RE.search(rest)
+    rest = rest[:noun.start()] if noun else rest
+    verb = _VERB_RE.search(rest)
+    after = rest[verb.end():] if verb else rest
+    agent = _AGENT_RE.search(after)
+    if agent:
+        name = _agent(after[agent.end():])
+        tail = after[agent.end():].split(name, 1)[-1] if name else after
+        return f"the {name}" if name and not _DETERMINER_RE.search(tail) else ""
+    return "" if _DETERMINER_RE.search(after) else subject
 
 
 _GENERIC_NOUNS = frozenset("speed velocity mass angle force load pressure rate time duration distance level length height "
