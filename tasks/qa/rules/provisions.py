@@ -317,7 +317,7 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
         before = text[max(0, match.start() - 80):match.start()]
         negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
         negated = negated or bool(_RESPECTIVELY_RE.match(text[match.end():]))  # "at 25 and -5 degrees, respectively"
-        askable = not (_not_a_value(match, text) or garbled(span) or negated)
+        askable = not (_not_a_value(match, text) or garbled(span) or negated or span.startswith("not be "))
         noun = _NOUN_RE.search(before)
         after = _NOUN_AFTER_RE.match(text[match.end():])  # "with a 70 percent overlap": the noun follows its value
         noun_text = after.group(1) if after else noun.group("noun") if noun else ""
@@ -380,10 +380,22 @@ def value_subject(before: str) -> str:
     if not found:
         return ""
     words = found.group("np").lower().split()
+    if len(words) > 1 and _VERB_AFTER_NP_RE.match(clause[found.end():]) and re.fullmatch(r"[a-z]+[^s]s", words[-1]):
+        return _shortened(found, clause)  # "the lumbar spine attaches to ...": the last word is the verb
     if words[0] in _NOT_A_SUBJECT or words[-1] in _NOT_A_SUBJECT or any(w.isdigit() for w in words):
         return ""
     np = found.group("np") + (f" of the {found.group('of')}" if found.group("of") else "")
     return _predicated(f"{found.group('det').lower()} {np}", clause[found.end():])
+
+
+_VERB_AFTER_NP_RE = re.compile(r"\s+(?:to|the|a|an|at|on|in|with|into|onto|from|by|its|their)\b")
+
+
+def _shortened(found: re.Match, clause: str) -> str:
+    """The subject without its last word, which was the verb ("the lumbar spine attaches to" -> "the lumbar spine")."""
+    np = found.group("np").rsplit(None, 1)[0]
+    end = found.start("np") + len(np)
+    return _predicated(f"{found.group('det').lower()} {np}", clause[end:].split(None, 1)[-1])
 
 
 _VERB_RE = re.compile(rf"\b(?:{_SUBJECT_VERBS})\b")
