@@ -204,7 +204,7 @@ def chunk_view(
     """What the QA step sees of a chunk: its Markdown (corrected when available), language, handle, tables, charts and
     OCR'd pictures; ``carried``: the section it stands in (``carried_sections``)."""
     members = [elements[e] for e in chunk.element_ids if e in elements]
-    markdown = chunk.qa_text
+    markdown = rules.ocr_pages_as_prose(chunk.qa_text)
     return rules.ChunkView(
         title=chunk.title,
         language=language_of(markdown),
