@@ -294,6 +294,9 @@ _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 
 _NOUN_AFTER_RE = re.compile(r"\s(overlap|offset|clearance|deflection|intrusion|displacement|elongation|overload)\b")
+_SHARE_OF_RE = re.compile(r"\s+of\s+(?P<np>(?:the|all|its|their)\s+(?:[\w’'\-]+\s+){0,4}?[\w’'\-]+)"
+                          r"(?=\s+(?:stated|specified|of|in|on|at|for|by|with|that|which|and|or|as|manufactured)\b|[,.;)]|$)")
+"""What a share is of: "not less than 20 percent of the vehicles manufactured ..." -> "the vehicles"."""
 _DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|above|below)"
                                   r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
 """After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
@@ -321,6 +324,9 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
         noun = _NOUN_RE.search(before)
         after = _NOUN_AFTER_RE.match(text[match.end():])  # "with a 70 percent overlap": the noun follows its value
         noun_text = after.group(1) if after else noun.group("noun") if noun else ""
+        share_of = _SHARE_OF_RE.match(text[match.end():]) if _kind(match) == "share" else None
+        if share_of and len(share_of.group("np").split()) >= 3:  # "92 percent of the fuel tank's usable capacity"
+            noun_text = f"percentage of {share_of.group('np')}"  # ("20 percent of the vehicles" names no subject)
         askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
         subject = value_subject(text[:match.start()])
         out.append((noun_text, _kind(match), span, askable, subject))
