@@ -244,7 +244,7 @@ _QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower)
               r"up to|(?:more|less|greater|lower) than|(?:a )?(?:maximum|minimum) of|within|between|from|below|above|"
               r"exceeding|under|over)")
 _VALUE_RE = re.compile(
-    rf"(?:(?P<qualifier>{_QUALIFIER})\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
+    rf"(?:(?P<qualifier>(?i:{_QUALIFIER}))\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
     rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*|\sand\s\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
     rf"(?![/\w])(?P<upper>\s(?:and|to)\s(?:not (?:more|less) than\s)?\d[\d,.]*\s?(?:{_ANY_UNIT}))?"
     rf"(?P<tolerance>\s?(?:±|\+/-)\s?\d[\d,.]*\s?(?:{_ANY_UNIT}))?",
@@ -295,7 +295,8 @@ _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 _NOUN_AFTER_RE = re.compile(r"\s(overlap|offset|clearance|deflection|intrusion|displacement|elongation|overload)\b")
 _SHARE_OF_RE = re.compile(r"\s+of\s+(?P<np>(?:the|all|its|their)\s+(?:[\w’'\-]+\s+){0,4}?[\w’'\-]+)"
-                          r"(?=\s+(?:stated|specified|of|in|on|at|for|by|with|that|which|and|or|as|manufactured)\b|[,.;)]|$)")
+                          r"(?=\s+(?:stated|specified|of|in|on|at|for|by|with|that|which|and|or|as|manufactured|shall|"
+                          r"must|is|are|will|may)\b|[,.;)]|$)")
 """What a share is of: "not less than 20 percent of the vehicles manufactured ..." -> "the vehicles"."""
 _DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|above|below)"
                                   r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
