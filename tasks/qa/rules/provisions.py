@@ -348,7 +348,9 @@ def _verbatim(answer: str, markdown: str) -> str:
     return found.group(0) if found else ""
 
 
-_CLAUSE_START_RE = re.compile(r"(?:[.;:!?]\s|(?i:\bso that\b|\bverify that\b|\bensure that\b|\bwhere\b|\bwhen\b|\bif\b|\bsuch that\b)|,\s(?:and|but|while)\s|,\s(?=(?:[\w\-]+\s){0,4}(?:shall|must|is|are|will)\b)|—|\u2014)")
+_CLAUSE_START_RE = re.compile(
+    r"(?:[.;:!?]\s|(?i:\bso that\b|\bverify that\b|\bensure that\b|\bwhere\b|\bwhen\b|\bif\b|\bsuch that\b)"
+    r"|,\s(?:and|but|while)\s|,\s(?=(?:[\w\-]+\s){0,4}(?:shall|must|is|are|will)\b)|—|\u2014)")
 _SUBJECT_VERBS = ("shall|must|is|are|was|were|will|may|should|can|has|have|moves?|travels?|impacts?|strikes?|reaches?|"
                   "exceeds?|remains?|weighs?|measures?|applies|applied|positioned|placed|located|mounted|set|loaded|"
                   "rotated|tilted|raised|lowered|inclined|moved|propelled|accelerated|held|caps")
@@ -449,8 +451,9 @@ _HEAD_KINDS = {
     **dict.fromkeys("mass weight".split(), "mass|force"), **dict.fromkeys("force load tension".split(), "force|mass"),
     "pressure": "pressure", **dict.fromkeys("time duration".split(), "time"), "temperature": "temperature",
     "acceleration": "acceleration", "rate": "rate|speed", "energy": "energy", "voltage": "voltage", "torque": "moment",
-    "volume": "volume", **dict.fromkeys("distance height length width diameter deflection displacement clearance offset "
-                                       "overlap thickness radius depth gap spacing stroke intrusion elongation".split(), "distance"),
+    "volume": "volume",
+    **dict.fromkeys("distance height length width diameter deflection displacement clearance offset overlap thickness "
+                    "radius depth gap spacing stroke intrusion elongation".split(), "distance"),
 }
 """The unit kind a quantity noun is measured in: "the load ... 126.9 mm" is no load (unlisted nouns take any kind)."""
 _QUANTITY_HEAD_RE = re.compile(rf"\b(?:{_NOUN_HEADS}|ratio|percentage|share|frequency|number|count)s?$")
