@@ -145,7 +145,7 @@ def question_for(noun: str, kind: str, reference: str, subject: str) -> str:
         return f"What is {subject} according to {reference}?" if kind in said.split("|") else ""
     if subject and subject.split()[-1].lower() not in quantity.lower().split():
         return f"What {quantity} does {reference} specify for {subject}?"
-    if not noun or noun.lower() in _GENERIC_NOUNS:
+    if not noun or noun.lower() in _GENERIC_NOUNS or len(noun.split()) < 2:  # "What radius does 2.7 specify?": of what?
         return ""  # "What angle does section 3 specify?": the value's subject is not named, so no question
     return f"What {quantity} does {reference} specify?"
 
