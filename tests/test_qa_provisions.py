@@ -332,3 +332,11 @@ def test_items_of_one_block_failure_conditions_and_inclusive_ranges():
     values = made("generate.provision.value", view(text, handle))
     assert any(a == "between and including 100 g and 150 g" for _, a in values)
     assert not any(a == "at least 20 mm" for _, a in values)  # "20 mm larger than": a difference
+
+
+def test_a_limit_whose_subject_follows_its_conditions_is_asked_with_the_whole_sentence():
+    sentence = ("Except as provided in S5.1.2, when that area of the instrument panel that is within the head impact area is "
+                "impacted by a 6.8 kilogram head form at a relative velocity of 24 kilometers per hour, the deceleration of "
+                "the head form shall not exceed 80 g continuously for more than 3 milliseconds.")
+    assert made("generate.requirement.limit", view(f"# S5.1\n\nS5.1 Instrument panels. {sentence}\n")) == [
+        ("According to paragraph S5.1 of FMVSS No. 216, what limit applies to the deceleration of the head form?", sentence)]
