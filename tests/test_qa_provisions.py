@@ -32,8 +32,7 @@ PROCEDURE = (
 
 def test_value_rule_names_paragraph_item_and_document_and_answers_the_qualified_value():
     pairs = made("generate.provision.value", view(PROCEDURE))
-    assert ("What forward angle does paragraph S7.2(a) of FMVSS No. 216 specify?", "5 degrees") in pairs
-    assert ("What outboard angle does paragraph S7.2(b) of FMVSS No. 216 specify?", "25 degrees") in pairs
+    assert not any("angle" in q for q, _ in pairs)  # "Its ... axis is at a forward angle of 5 degrees": whose axis is not said
     assert ("What rate does paragraph S7.5 of FMVSS No. 216 specify for the test device?",
             "not more than 13 millimeters per second") in pairs
     assert all(a in PROCEDURE for _, a in pairs)  # verbatim spans
