@@ -339,3 +339,15 @@ def test_a_limit_whose_subject_follows_its_conditions_is_asked_with_the_whole_se
                 "the head form shall not exceed 80 g continuously for more than 3 milliseconds.")
     assert made("generate.requirement.limit", view(f"# S5.1\n\nS5.1 Instrument panels. {sentence}\n")) == [
         ("According to paragraph S5.1 of FMVSS No. 216, what limit applies to the deceleration of the head form?", sentence)]
+
+
+def test_lost_or_misread_tolerances_glued_footnotes_and_lead_ins_are_not_asked():
+    text = ("# Tests\n\n7.5.3. Two samples of the belt assembly shall be placed in a cabinet at -10° + 1 °C for two hours.\n\n"
+            "3.1. The CRF base shall have a pitch angle of 15°  10°, above the horizontal plane.\n\n"
+            "6.2.5. Retractors. Retractors shall fulfil the requirements specified below.\n\n"
+            "8.4. Reminder. Where the manufacturer provides a reminder system on another seat, the system may be approved "
+            "according to this Regulation11.\n")
+    pairs = [p for name in ("generate.provision.value", "generate.provision.requirement", "generate.provision.conditional")
+             for p in made(name, view(text, R95))]
+    assert not any("+ 1" in a or a == "15°" or "Regulation11" in q for q, a in pairs)
+    assert not any("6.2.5" in q for q, _ in pairs)  # "the requirements specified below": a lead-in

@@ -284,9 +284,10 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b")
-"""An extraction artefact in an answer: "20 + 5 °C" (± read as +), "kN/mP2P" (a superscript), "vehicles10" (a footnote
-mark glued to a word)."""
+_GARBLED_RE = re.compile(r"\d\s?°?\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
+                         r"|\d\s?°\s{2,}\d")
+"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C" (± read as +), "15°  10°" (the ± lost), "kN/mP2P" (a
+superscript), "vehicles10", "Regulation11" (a footnote mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 
@@ -319,6 +320,7 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
         before = text[max(0, match.start() - 80):match.start()]
         negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
         negated = negated or bool(_RESPECTIVELY_RE.match(text[match.end():]))  # "at 25 and -5 degrees, respectively"
+        negated = negated or bool(re.match(r"\s{2,}[\d±]|\s?\+\s?\d", text[match.end():]))  # "15°  10°": its ± was lost
         askable = not (_not_a_value(match, text) or garbled(span) or negated or span.startswith("not be "))
         noun = _NOUN_RE.search(before)
         after = _NOUN_AFTER_RE.match(text[match.end():])  # "with a 70 percent overlap": the noun follows its value
@@ -405,7 +407,7 @@ def requirement_candidates(view: ChunkView) -> Iterator[Candidate]:
 
 
 _DEFINITIONS_RE = re.compile(r"\bdefinitions?\b", re.IGNORECASE)
-_LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows)\b|:$")
+_LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows|(?:specified|described|set out|listed|prescribed) below)\b|:$")
 
 
 def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
@@ -530,7 +532,7 @@ def conditional_candidates(view: ChunkView) -> Iterator[Candidate]:
         for sentence in sentences(text) if text is view.markdown else re.split(r"(?<=\.)\s+(?=[A-Z])", text):
             made = _conditional_question(sentence.strip(), place, view.markdown)
             answer = _verbatim(made[1], view.markdown) if made else ""
-            if made and answer and not garbled(answer):
+            if made and answer and not garbled(answer) and not garbled(made[0]):
                 yield Candidate(made[0], answer, "factual", "text")  # the answer is a condition clause, not a sentence
 
 
