@@ -351,3 +351,14 @@ def test_lost_or_misread_tolerances_glued_footnotes_and_lead_ins_are_not_asked()
              for p in made(name, view(text, R95))]
     assert not any("+ 1" in a or a == "15°" or "Regulation11" in q for q, a in pairs)
     assert not any("6.2.5" in q for q, _ in pairs)  # "the requirements specified below": a lead-in
+
+
+def test_a_subject_without_determiner_opens_its_clause():
+    text = ("# Impact speed and overlap\n\nOffset barrier crash tests are conducted at 64.4 ± 1 km/h.\n\n"
+            "Impact speed shall be 50 km/h for the sled.\n\nIt is made of steel with a total mass of 145,150 kg.\n")
+    handle = Handle(title="Moderate Overlap Protocol", kind="document", section="Impact speed and overlap")
+    pairs = made("generate.provision.value", view(text, handle))
+    assert ('What speed does the "Impact speed and overlap" section of the "Moderate Overlap Protocol" document specify '
+            'for offset barrier crash tests?', "64.4 ± 1 km/h") in pairs
+    assert any(q.startswith("What is the impact speed according to") and a == "50 km/h" for q, a in pairs)
+    assert not any("145,150" in a for _, a in pairs)  # "It is made of ...": a pronoun owns nothing we can name
