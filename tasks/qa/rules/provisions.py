@@ -296,6 +296,10 @@ _SHARE_OF_RE = re.compile(r"\s+of\s+(?P<np>(?:the|all|its|their)\s+(?:[\w’'\-]
                           r"(?=\s+(?:stated|specified|of|in|on|at|for|by|with|that|which|and|or|as|manufactured|shall|"
                           r"must|is|are|will|may)\b|[,.;)]|$)")
 """What a share is of: "not less than 20 percent of the vehicles manufactured ..." -> "the vehicles"."""
+_SHARE_BASE_RE = re.compile(r"(?:capacit(?:y|ies)|weight|mass|volume|length|width|height|load|force|speed|energy|"
+                            r"stroke|displacement|pressure|value|score|points|production)$")
+"""What a share can be a share of: a quantity ("92 percent of the fuel tank's usable capacity"), not a thing ("110% of
+the typically equipped model")."""
 _DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|narrower|"
                                   r"larger|smaller|above|below)"
                                   r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
@@ -326,7 +330,7 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
         after = _NOUN_AFTER_RE.match(text[match.end():])  # "with a 70 percent overlap": the noun follows its value
         noun_text = after.group(1) if after else noun.group("noun") if noun else ""
         share_of = _SHARE_OF_RE.match(text[match.end():]) if _kind(match) == "share" else None
-        if share_of and len(share_of.group("np").split()) >= 3:  # "92 percent of the fuel tank's usable capacity"
+        if share_of and len(share_of.group("np").split()) >= 3 and _SHARE_BASE_RE.search(share_of.group("np")):
             noun_text = f"percentage of {share_of.group('np')}"  # ("20 percent of the vehicles" names no subject)
         askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
         subject = value_subject(text[:match.start()])

@@ -29,6 +29,7 @@ _SUBJECT_VERBS = ("shall|must|is|are|was|were|will|may|should|can|has|have|moves
                   "rotated|tilted|raised|lowered|inclined|moved|propelled|accelerated|held|caps")
 _NP_STOP = (r"of|in|on|at|to|by|for|with|and|or|from|which|that|not|be|relative|when|during|as|than|under|without|"
             r"between|along|while|if|so|specified|described|shown|defined|given|listed|used|made|equipped|attached|required|"
+            r"do|does|did|could|would|might|"
             rf"inflated|{_SUBJECT_VERBS}")
 _INITIAL_SUBJECT_RE = re.compile(
     rf"\s*(?:\d{{1,2}}[.)]\s+|\([a-z0-9]{{1,3}}\)\s+)?(?P<det>[Tt]he|[Ee]ach|[Aa]ny|[Aa]ll|[Tt]his)\s+"
