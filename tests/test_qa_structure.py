@@ -185,6 +185,10 @@ def test_the_offline_critic_counts_the_structure_rules_of_the_policy():
 def test_handle_rules_by_name():
     assert RULES["generate.handle.doubled"].check("Roof Strength Roof Strength") == "Roof Strength"
     assert RULES["generate.handle.placeholder"].check("Agreement")
+    # a table's header row read as the title is no name; a title with commas is
+    assert RULES["generate.handle.placeholder"].check("할인점·주유·온라인쇼핑몰 1.5% 빅포인트 적립 커피전문점·제과점·편의점")
+    assert not RULES["generate.handle.placeholder"].check("Safety, Comfort, Cost, and Weight Trade-offs")
+    assert not RULES["generate.handle.placeholder"].check("기후위기 대응을 위한 탄소중립·녹색성장 기본법 일부개정법률안")
     assert RULES["generate.handle.placeholder"].check("E/ECE/324/Add")
     assert not RULES["generate.handle.placeholder"].check("Roof Strength Test Protocol")
     heads = RULES["generate.handle.running_head"].check([("Nat’l Highway Traffic Safety Admin., DOT § 571.201", 0),
@@ -245,6 +249,11 @@ def test_audit_counts_fact_chunks():
     assert holds_fact("# Limits\n\n| Criterion | Limit |\n|---|---|\n| HIC15 | 700 |")
     assert not holds_fact("# References\n\n[1] Huang, M. Vehicle Crash Mechanics. 2002 mm.")
     assert not holds_fact("# Agenda\n\nWelcome and introductions.")
+    # the coverage denominator is honest: OCR debris of a chart, a figure's dimension labels and formulas hold no fact
+    assert not holds_fact("# Driver Values\n\n> Head a3ms [07 / 52]\n\n> 2 a")
+    assert not holds_fact("# Figure 4\n\n6.5 in. 30 in.\n\n3.5 in.\n\nLoad cell")
+    assert not holds_fact("# 2. Signal Transformations\n\nthe signals are a2N−n = − an, v2N−n = vn ∆ X")
+    assert holds_fact("# Results\n\nMax. chest deflection 31 mm")
 
 
 @pytest.mark.skipif(not (DATA / "qa_pipeline_labels.jsonl").is_file(), reason="the labelled sets are not there")

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
+from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
     Candidate,
     ChunkView,
@@ -42,7 +43,12 @@ from tasks.qa.rules.text import (
 # --- units of a provision ---------------------------------------------------------------------------
 
 _NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*[a-z]?|\d+(?:\.\d+)+|\d+)\.?\s+(?P<rest>\S.*)$", re.DOTALL)
-_ITEM_RE = re.compile(r"^\s*\(?(?P<item>[a-z]|[ivx]{1,4}|\d{1,2})\)\s+(?P<rest>\S.*)$", re.DOTALL)
+_ITEM_RE = re.compile(r"^\s*\(?(?P<item>[a-z]|[ivx]{1,4}|\d{1,2})\)(?:\((?P<item2>[ivx]{1,4}|\d{1,2})\))?\s+(?P<rest>\S.*)$",
+                      re.DOTALL)
+"""An item label and its text: "(b) ...", "b) ...", and a label with its first sub-item "(c)(1) ..."."""
+_INLINE_NUMBER_RE = re.compile(r"(?<=[.;:]\s)(?=S\d+(?:\.\d+)+\.?\s+[A-Z])")
+"""An S-numbered paragraph that starts inside a block ("... 49 CFR 571.214). S7.3 Rear moving barrier ..."): the
+extraction joined two paragraphs, the second is cut off again."""
 _TITLE_WORDS_RE = re.compile(r"^[A-Z][\w\-/&,'’ ()]{2,70}$")
 _VERB_WORDS = frozenset("shall must is are was were be will may should can has have means mean".split())
 
@@ -95,14 +101,27 @@ def _blocks(markdown: str) -> list[str]:
     return out
 
 
+_MEASURE_RE = re.compile(r"(?:in|mm|cm|m|kg|kN|N|g|ms|s|°|%|deg|lb|ft)(?:\.|\b)(?:[\s\d.,]*(?:in|mm|cm|m|°)\.?)*\s*$")
+
+
+def _push(items: "_Items", sub: re.Match) -> str:
+    """Open the item (and its first sub-item, "(c)(1)") and return the item path."""
+    path = items.push(sub.group("item"))
+    return items.push(sub.group("item2")) if sub.group("item2") else path
+
+
 def provision_units(view: ChunkView) -> list[Unit]:
     """The chunk cut into numbered paragraphs and their items (a unit's text without its number); an item is named
     with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3)."""
     units: list[Unit] = []
     titles: dict[str, str] = {}
     number, items, lead = "", _Items(), False
-    for index, block in enumerate(_blocks(view.markdown)):
+    blocks = [piece for block in _blocks(view.markdown) for piece in _INLINE_NUMBER_RE.split(block) if piece.strip()]
+    for index, block in enumerate(blocks):
+        block = block.strip()
         found = _NUMBER_RE.match(block)
+        if found and _MEASURE_RE.match(found.group("rest")):
+            continue  # "6.5 in. 30 in.": a figure's dimension label, not paragraph 6.5
         if found and (found.group("number").startswith("S") or "." in found.group("number") or index > 0):
             number, items, lead = found.group("number"), _Items(), False
             title, body = _title(found.group("rest"))
@@ -115,21 +134,26 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 continue  # a bare "12" without a title is a figure label or a list number, not a paragraph
             for piece in _ITEM_SPLIT_RE.split(body):
                 sub = _ITEM_RE.match(piece)
-                label = number + items.push(sub.group("item")) if sub else number
+                label = number + _push(items, sub) if sub else number
                 units.append(Unit(label, _inherited(titles, number), sub.group("rest") if sub else piece))
             continue
-        sub = _ITEM_RE.match(block)
         if not number or _bare(number) and number not in titles:
             continue
-        if sub:
-            units.append(Unit(number + items.push(sub.group("item")), _inherited(titles, number), sub.group("rest"), lead))
+        if _ITEM_RE.match(block):  # "g) The CRS can be placed ... h) After adjustment ...": one item per unit
+            for piece in _ITEM_SPLIT_RE.split(block):
+                sub = _ITEM_RE.match(piece)
+                if sub:
+                    units.append(Unit(number + _push(items, sub), _inherited(titles, number), sub.group("rest"), lead))
         elif not block.startswith(("|", "!", "*")):
-            lead = bool(_LEAD_IN_RE.search(block))
+            lead = bool(_LEAD_IN_RE.search(block)) and not _FAILURE_LEAD_RE.search(block)
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
     return units
 
 
 _LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
+_FAILURE_LEAD_RE = re.compile(r"\b(?:not|fails?|failure)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
+"""A lead-in to failure conditions ("The vehicle would not meet the requirements if any of the following occur:"): its
+items are no requirements to ask for."""
 _ADMINISTRATIVE_RE = re.compile(
     r"transitional provisions|phase-in|penalties|production definitively discontinued|names and addresses|"
     r"conformity of production|modification(?:s)? (?:and|of)|extension of (?:the )?approval|approval mark|communication|"
@@ -222,23 +246,14 @@ _ANY_UNIT = "|".join(pattern for _, pattern in _UNIT_CLASSES)
 _UNIT_ALTERNATIVES = "|".join(f"(?P<{name}>{pattern})" for name, pattern in _UNIT_CLASSES)
 _AMOUNT = r"(?:[±+]\s?)?\d[\d,]*(?:\.\d+)?"
 _QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|"
-              r"no (?:more|less|greater) than|at (?:least|most)|up to and including|"
+              r"no (?:more|less|greater) than|at (?:least|most)|up to and including|between and including|"
               r"up to|(?:more|less|greater|lower) than|(?:a )?(?:maximum|minimum) of|within|between|from|below|above|"
               r"exceeding|under|over)")
 _VALUE_RE = re.compile(
-    rf"(?:(?P<qualifier>{_QUALIFIER})\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
+    rf"(?:(?P<qualifier>(?i:{_QUALIFIER}))\s+)?(?P<amount>{_AMOUNT}(?:\s?(?:±|\+/-|\+)\s?\d[\d,.]*)?"
     rf"(?:\s?(?:to|-|–)\s?\d[\d,.]*|\sand\s\d[\d,.]*)?)(?P<space>\s?)(?:{_UNIT_ALTERNATIVES})"
     rf"(?![/\w])(?P<upper>\s(?:and|to)\s(?:not (?:more|less) than\s)?\d[\d,.]*\s?(?:{_ANY_UNIT}))?"
     rf"(?P<tolerance>\s?(?:±|\+/-)\s?\d[\d,.]*\s?(?:{_ANY_UNIT}))?",
-)
-_NOUN_HEADS = (
-    "speed|velocity|mass|angle|force|load|pressure|rate|inclination|accuracy|tolerance|precision|distance|height|length|"
-    "width|diameter|temperature|time|duration|deflection|acceleration|weight|clearance|displacement|energy|offset|overlap|"
-    "thickness|radius|depth|gap|torque|tension|level|spacing|stroke|intrusion|elongation|volume|voltage|resistance"
-)
-_NOUN_RE = re.compile(
-    r"\b(?:an?|the|its)\s+(?P<noun>(?:(?!(?:has|have|is|are|was|were|with|of|in|on|at|to|and|or)\s)[a-z][a-z\-]+\s){0,3}?"
-    rf"(?:{_NOUN_HEADS}))(?:\s+\([^)]{{0,40}}\)|,[^,;]{{0,40}},)?\s+(?:of|to|at|is|equal to)\s+(?:about\s+)?$"
 )
 _SKIP_CONTEXT_RE = re.compile(r"(?:Figure|Fig\.|Table|paragraph|Annex|Regulation|Standard|part|ISO|SAE|CFR|No\.|§)\s*$",
                               re.IGNORECASE)
@@ -269,10 +284,27 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b")
-"""An extraction artefact in an answer: "20 + 5 °C" (± read as +), "kN/mP2P" (a superscript), "vehicles10" (a footnote
-mark glued to a word)."""
+_GARBLED_RE = re.compile(r"\d\s?°?\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
+                         r"|\d\s?°\s{2,}\d")
+"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C" (± read as +), "15°  10°" (the ± lost), "kN/mP2P" (a
+superscript), "vehicles10", "Regulation11" (a footnote mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
+
+
+_NOUN_AFTER_RE = re.compile(r"\s(overlap|offset|clearance|deflection|intrusion|displacement|elongation|overload)\b")
+_SHARE_OF_RE = re.compile(r"\s+of\s+(?P<np>(?:the|all|its|their)\s+(?:[\w’'\-]+\s+){0,4}?[\w’'\-]+)"
+                          r"(?=\s+(?:stated|specified|of|in|on|at|for|by|with|that|which|and|or|as|manufactured|shall|"
+                          r"must|is|are|will|may)\b|[,.;)]|$)")
+"""What a share is of: "not less than 20 percent of the vehicles manufactured ..." -> "the vehicles"."""
+_SHARE_BASE_RE = re.compile(r"(?:capacit(?:y|ies)|weight|mass|volume|length|width|height|load|force|speed|energy|"
+                            r"stroke|displacement|pressure|value|score|points|production)$")
+"""What a share can be a share of: a quantity ("92 percent of the fuel tank's usable capacity"), not a thing ("110% of
+the typically equipped model")."""
+_DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|narrower|"
+                                  r"larger|smaller|above|below)"
+                                  r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
+"""After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
+_RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
 
 
 def garbled(answer: str) -> bool:
@@ -280,8 +312,8 @@ def garbled(answer: str) -> bool:
     return bool(_GARBLED_RE.search(answer))
 
 
-def _values(text: str) -> list[tuple[str, str, str, bool]]:
-    """(quantity noun or '', unit class, value span, askable) for each value with a unit in ``text``. Values that
+def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
+    """(quantity noun or '', unit class, value span, askable, subject or '') for each value with a unit in ``text``. Values that
     cannot be asked (a listed, signed or tolerance-only number, a garbled or negated one, a value written in words)
     are kept, not askable, so that a question never treats the other value of their kind as the only one."""
     out = []
@@ -291,29 +323,33 @@ def _values(text: str) -> list[tuple[str, str, str, bool]]:
             continue
         before = text[max(0, match.start() - 80):match.start()]
         negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
-        askable = not (_not_a_value(match, text) or garbled(span) or negated)
+        negated = negated or bool(_RESPECTIVELY_RE.match(text[match.end():]))  # "at 25 and -5 degrees, respectively"
+        negated = negated or bool(re.match(r"\s{2,}[\d±]|\s?\+\s?\d", text[match.end():]))  # "15°  10°": its ± was lost
+        askable = not (_not_a_value(match, text) or garbled(span) or negated or span.startswith("not be "))
         noun = _NOUN_RE.search(before)
-        out.append((noun.group("noun") if noun else "", _kind(match), span, askable))
+        after = _NOUN_AFTER_RE.match(text[match.end():])  # "with a 70 percent overlap": the noun follows its value
+        noun_text = after.group(1) if after else noun.group("noun") if noun else ""
+        share_of = _SHARE_OF_RE.match(text[match.end():]) if _kind(match) == "share" else None
+        if share_of and len(share_of.group("np").split()) >= 3 and _SHARE_BASE_RE.search(share_of.group("np")):
+            noun_text = f"percentage of {share_of.group('np')}"  # ("20 percent of the vehicles" names no subject)
+        askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
+        subject = value_subject(text[:match.start()])
+        out.append((noun_text, _kind(match), span, askable, subject))
     for match in _WORD_VALUE_RE.finditer(text):
-        out.append(("", "time" if match.group("time") else "distance", match.group(0), False))
+        out.append(("", "time" if match.group("time") else "distance", match.group(0), False, ""))
     return out
 
 
 def prose_values(markdown: str) -> list[str]:
     """Every value with a unit in the chunk's prose (tables, pictures and quotes left out)."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
-    return [span for _, _, span, askable in _values(text) if askable]
+    return [span for _, _, span, askable, _ in _values(text) if askable]
 
 
 def _verbatim(answer: str, markdown: str) -> str:
     """The answer as the chunk writes it (a span over a line break keeps the break), or '' when it is not there."""
     found = re.search(r"\s+".join(re.escape(w) for w in answer.split()), markdown)
     return found.group(0) if found else ""
-
-
-def _question_for(noun: str, kind: str, reference: str) -> str:
-    quantity = noun or {"share": "percentage", "moment": "moment", "distance": "distance"}.get(kind, kind)
-    return f"What {quantity} does {reference} specify?"
 
 
 @rule("generate.provision.value", "generate", "a numbered paragraph or lettered item of a regulation or protocol "
@@ -327,15 +363,19 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
         values = _values(text)
-        for noun, kind, span, askable in values:
-            if not askable:
+        for noun, kind, span, askable, subject in values:
+            question = question_for(noun, kind, reference, subject)
+            if not askable or not question:
                 continue
             same = [v for v in values if v[1] == kind]
-            if len(same) > 1 and (not noun or sum(v[0] == noun for v in same) > 1):
-                continue  # two values of one kind, not told apart by their nouns: the answer would be ambiguous
+            told_by_noun = noun and sum(v[0] == noun for v in same) == 1
+            keys = [(v[0], v[4]) for v in same]
+            told_apart = ("", "") not in keys and keys.count((noun, subject)) == 1
+            if len(same) > 1 and not (told_by_noun or told_apart):
+                continue  # two values of one kind, not told apart by their nouns or subjects: the answer would be ambiguous
             answer = _verbatim(span, view.markdown)
             if answer:
-                yield Candidate(_question_for(noun, kind, reference), answer, "numeric", "text")
+                yield Candidate(question, answer, "numeric", "text")
 
 
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
@@ -371,7 +411,7 @@ def requirement_candidates(view: ChunkView) -> Iterator[Candidate]:
 
 
 _DEFINITIONS_RE = re.compile(r"\bdefinitions?\b", re.IGNORECASE)
-_LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows)\b|:$")
+_LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows|(?:specified|described|set out|listed|prescribed) below)\b|:$")
 
 
 def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
@@ -496,7 +536,7 @@ def conditional_candidates(view: ChunkView) -> Iterator[Candidate]:
         for sentence in sentences(text) if text is view.markdown else re.split(r"(?<=\.)\s+(?=[A-Z])", text):
             made = _conditional_question(sentence.strip(), place, view.markdown)
             answer = _verbatim(made[1], view.markdown) if made else ""
-            if made and answer and not garbled(answer):
+            if made and answer and not garbled(answer) and not garbled(made[0]):
                 yield Candidate(made[0], answer, "factual", "text")  # the answer is a condition clause, not a sentence
 
 

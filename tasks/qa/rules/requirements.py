@@ -49,6 +49,16 @@ _UNIT_VALUE_RE = re.compile(r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|per\s?cent|
 _PARAGRAPH_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*|\d+(?:\.\d+){1,5})\.?\s")
 
 
+_ITEM_LABEL_RE = re.compile(r"(?:^|(?<=\s))(?:\((?:[a-z]|\d{1,2}|[ivx]{1,4})\)\s*)+(?=[A-Z])")
+"""Item labels ("(1) ", "(c)(1) ") before a capitalised sentence: each item is a sentence of its own."""
+
+
+def _item_sentences(markdown: str) -> list[str]:
+    """The chunk's sentences with list items cut apart and their labels dropped ("(2) The pubic symphysis force shall
+    not exceed 6,000 N." -> "The pubic symphysis force shall not exceed 6,000 N.")."""
+    return sentences(_ITEM_LABEL_RE.sub("\n\n", markdown))
+
+
 def _condition(sentence: str) -> tuple[str, str]:
     """(the leading condition "if the retractor is part of a lap belt", the main clause), or ('', sentence)."""
     found = _CONDITION_RE.match(_PARAGRAPH_NUMBER_RE.sub("", sentence))
@@ -79,6 +89,23 @@ def _subject(sentence: str) -> tuple[str, str] | None:
     return subject, raw  # the clause as the chunk writes it
 
 
+_LATE_SUBJECT_RE = re.compile(r",\s+(?P<subject>(?:the|each|any)\s[^,;:()]{3,110}?)\s(?:shall|must)\s(?!.*,\s+(?:the|each|any)\s"
+                              r"[^,;:()]{3,110}?\s(?:shall|must)\s)")
+
+
+def _late_subject(sentence: str) -> str:
+    """The subject of a requirement that follows its conditions ("Except as provided in S5.1.2, when ... is impacted ...
+    at 24 km/h, the deceleration of the head form shall not exceed 80 g ..." -> "the deceleration of the head form")."""
+    found = _LATE_SUBJECT_RE.search(sentence)
+    if not found:
+        return ""
+    subject = _MODIFIER_RE.sub("", found.group("subject").strip())
+    words = subject.lower().split()
+    if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or _VAGUE_WORDS & set(words) or re.search(r"\d", subject):
+        return ""
+    return subject if _UNIT_VALUE_RE.search(sentence[found.end():]) else ""
+
+
 def _paragraph_number(markdown: str, sentence: str) -> str:
     """The number of the numbered paragraph holding ``sentence`` ("S5.1", "5.2.3"), or ''."""
     for paragraph in paragraphs(markdown):
@@ -101,18 +128,19 @@ def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
     """Limit questions from requirement sentences, naming the document and the numbered paragraph."""
     if view.language != "en" or not doc_phrase(view):
         return
-    for sentence in sentences(view.markdown):
+    for sentence in _item_sentences(view.markdown):
         if not _LIMIT_RE.search(sentence):
             continue
         condition, main = _condition(sentence)
         found = _subject(main)
-        if found is None:
+        late = _late_subject(sentence) if found is None else ""
+        if found is None and not late:
             continue
-        subject, clause = found
+        subject, clause = found or (late, sentence)  # a late subject is answered with its conditions: the whole sentence
         place = _place(view, _paragraph_number(view.markdown, sentence))
         phrase = clean_name(_lower_first(subject, view.markdown))
-        question = f"According to {place}, what limit applies to {phrase}{' ' + condition if condition else ''}?"
-        answer = sentence if condition else clause
+        question = f"According to {place}, what limit applies to {phrase}{' ' + condition if condition and not late else ''}?"
+        answer = sentence if condition or late else clause
         if not _GARBLED_RE.search(answer):  # "20 + 5 °C" (± read as +), "kN/mP2P", "vehicles10": not grounded as written
             yield Candidate(question[:1].upper() + question[1:], answer, "numeric", "text")
 
@@ -130,7 +158,7 @@ def condition_candidates(view: ChunkView) -> Iterator[Candidate]:
     """Condition questions (speed, mass, angle, ...) from procedure sentences with a clean subject."""
     if view.language != "en" or not doc_phrase(view):
         return
-    for sentence in sentences(view.markdown):
+    for sentence in _item_sentences(view.markdown):
         match = _TEST_CONDITION_RE.search(sentence)
         if not match or _LIMIT_RE.search(sentence):
             continue
