@@ -88,6 +88,7 @@ def xdist_group(nodeid: str) -> str:
     return SHARED_RUN_MODULES.get(stem, stem)
 
 
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: no error where the plugin is missing
 def pytest_xdist_make_scheduler(config, log):
     """Under pytest-xdist (``-n``), whatever ``--dist`` says: every work unit of :func:`xdist_group` on one worker,
     the units in collection order (``HEAVY_FIRST``). (Not ``xdist_group`` marks: pytest-xdist 3.8 renames test ids
