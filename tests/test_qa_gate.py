@@ -1,0 +1,81 @@
+"""The offline critic's auto-approval gate: document kinds read off the text, bands of kind x question type chosen by
+nested document-grouped cross-validation, the provision rules (by registry name) and the held-out coverage."""
+
+from __future__ import annotations
+
+from ragprep.settings import Settings
+from tasks.qa import calibrate
+from tasks.qa.doc_kind import bands_of, document_kind
+from tasks.qa.judge import PairContext, offline_precision_short, pair_bands
+from tasks.qa.registry import RULES, load_all
+
+load_all()
+
+REGULATION = ("S5.1.2 The HIC15 shall not exceed 700. S5.1.3 The chest deflection shall not exceed 63 mm. "
+              "S5.1.4 Each dummy shall be positioned as in S8.1.1 and S8.1.2 with the seat in mid track.")
+RESULTS = ("| Metric | Measured | Limit | Result |\n|---|---|---|---|\n| HIC15 | 412.6 | 700 | pass |\n"
+           "| Chest | 31.4 mm | 63 mm | pass |\n\nMeasured results of test no 3 against the limit: pass.")
+
+
+def ctx(question: str, answer: str, chunk: str = "", **extra) -> PairContext:
+    return PairContext(question=question, answer=answer, chunk_markdown=chunk or f"# T\n\n{answer}", chunk_title="T",
+                       file_name="doc.pdf", question_type="numeric", target_modality="text", language="en", **extra)
+
+
+def fires(name: str, pair: PairContext) -> bool:
+    return bool(RULES[name].check(pair))
+
+
+def test_document_kind_is_read_off_the_text_not_the_file_name():
+    assert document_kind([REGULATION]) == "regulation"
+    assert document_kind([RESULTS]) == "report"
+    assert document_kind(["시험 결과 머리 상해 기준은 700 이하이다. 측정값은 412이다."]) == "korean"
+    assert document_kind(["The ratings use points: each test gives a score, summed into a star rating by the "
+                          "protocol's scoring procedure."]) == "protocol"
+    assert document_kind(["Agenda: airbag vent. Decision: the P2 vent is frozen. Action items: Kim to retest."]) == "meeting"
+    assert document_kind(["Chapter 3 describes the history of the seat belt."]) == "other"
+    # the labelled set's kinds come from the detector run on each document's chunks, never from the file name
+    rows = [{"file_name": "crash_report_x.pptx", "chunk_markdown": REGULATION},
+            {"file_name": "pdf_auto_fmvss_x.pdf", "chunk_markdown": RESULTS}]
+    assert calibrate.document_kinds(rows) == {"crash_report_x.pptx": "regulation", "pdf_auto_fmvss_x.pdf": "report"}
+    assert bands_of("report", "numeric") == ("report", "report/numeric")
+    assert pair_bands({"question_type": "causal"}) == ("other", "other/causal")
+
+
+def test_the_gate_approves_a_pair_when_one_of_its_bands_is_chosen():
+    heuristic = {"provider": "heuristic"}
+    settings = Settings(qa={"auto_approve_min_precision": 0.9})
+    policy = {"auto_approve": {"bands": ["report", "regulation/numeric"], "cv": {"precision": 0.93},
+                               "band_cv": {"regulation": {"precision": 0.86, "approved": 213},
+                                           "regulation/factual": {"precision": 0.85, "approved": 56}}}}
+    assert offline_precision_short(heuristic, settings, ("report", "report/causal"), policy) == ""
+    assert offline_precision_short(heuristic, settings, ("regulation", "regulation/numeric"), policy) == ""
+    held = offline_precision_short(heuristic, settings, ("regulation", "regulation/factual"), policy)
+    assert held.startswith("review: 'regulation/factual'") and "regulation 0.86 on 213 held-out pairs" in held
+    assert "report, regulation/numeric" in held
+
+
+def test_provision_rules_fire_on_their_failure_and_not_on_a_sound_pair():
+    lettered = "# S9.2.3 Door opening\n\n(a) Any side door shall not open.\n(b) For any door:\n(3) Neither the latch nor the hinge shall pull out."
+    assert fires("critic.provision.dropped_item_level", ctx("What does paragraph S9.2.3(3) of FMVSS No. 214 require?",
+                                                             "Neither the latch nor the hinge shall pull out.", lettered))
+    assert not fires("critic.provision.dropped_item_level", ctx("What does paragraph S9.2.3(b)(3) of FMVSS No. 214 require?",
+                                                                 "Neither the latch nor the hinge shall pull out.", lettered))
+    rate = "# 7.6.2.3\n\nThe retractor is tilted at a speed not exceeding 2° per second until it locks."
+    assert fires("critic.provision.rate_as_quantity", ctx("What angle does paragraph 7.6.2.3 specify?", "not exceeding 2°", rate))
+    assert not fires("critic.provision.rate_as_quantity", ctx("What angle does paragraph 7.6.2.3 specify?", "45°",
+                                                              "# 7.6.2.3\n\nThe retractor is tilted by 45° until it locks."))
+    assert fires("critic.provision.past_tense", ctx("What was the CAC in UN Regulation No. 95?", "50 g", doc_kind="regulation"))
+    assert not fires("critic.provision.past_tense", ctx("What was the HIC15 of the driver?", "412.6", doc_kind="report"))
+    assert fires("critic.provision.circular_definition", ctx("What does convertible roof frame mean?",
+                                                             "Convertible roof frame means the frame of a convertible roof."))
+    assert not fires("critic.provision.circular_definition", ctx("What does daylight opening mean?",
+                                                                 "Daylight opening means the maximum unobstructed opening "
+                                                                 "through the glazing surface."))
+    assert fires("critic.provision.approval_procedure", ctx("What does paragraph 3.1.3 require?",
+                                                            "At the opinion of the manufacturer, a vehicle representative "
+                                                            "of the vehicle type to be approved shall be submitted."))
+    assert fires("critic.answer.glued_footnote_word", ctx("What does paragraph 8.4 require?",
+                                                          "B category of vehicles10, shall be equipped with a reminder."))
+    assert not fires("critic.answer.glued_footnote_word", ctx("What does paragraph 8.4 require?",
+                                                              "Vehicles of category M1 shall be equipped with a reminder."))
