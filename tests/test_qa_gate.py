@@ -79,3 +79,16 @@ def test_provision_rules_fire_on_their_failure_and_not_on_a_sound_pair():
                                                           "B category of vehicles10, shall be equipped with a reminder."))
     assert not fires("critic.answer.glued_footnote_word", ctx("What does paragraph 8.4 require?",
                                                               "Vehicles of category M1 shall be equipped with a reminder."))
+
+
+def test_value_rules_read_the_value_in_the_chunk():
+    bound = "# 2.18.2 Seat\n\nThe seat back forms an angle of less than + 10° or - 10° with the vertical."
+    assert fires("critic.answer.bound_dropped", ctx("What angle does paragraph 2.18.2 specify?", "10°", bound))
+    assert not fires("critic.answer.bound_dropped", ctx("What angle does paragraph 2.18.2 specify?", "10°",
+                                                        "# 2.18.2 Seat\n\nThe seat back is tilted by 10° to the rear."))
+    cold = "# 7.5.3\n\nThe component is kept at a temperature of -10° + 1 °C for two hours."
+    assert fires("critic.answer.temperature_as_angle", ctx("What angle does paragraph 7.5.3 specify?", "10°", cold))
+    assert not fires("critic.answer.temperature_as_angle", ctx("What angle does paragraph 7.5.3 specify?", "10°",
+                                                               "# 7.5.3\n\nThe strap is pulled at 10° to the floor."))
+    assert fires("critic.grammar.double_verb", ctx('What heel has an inclination does the "S12.3.2" section specify?', "30°"))
+    assert not fires("critic.grammar.double_verb", ctx('What inclination does the "S12.3.2" section specify for the heel?', "30°"))

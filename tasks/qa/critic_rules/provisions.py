@@ -11,7 +11,10 @@ the definition and the approval procedure, read against the chunk and not agains
 - **approval procedure**: the answer is the procedure of applying for or granting approval ('submitted for approval',
   'at the opinion of the manufacturer'): no technical fact;
 - **glued footnote word**: a footnote number glued to a word of the answer ('vehicles10, shall ...'): the sentence was
-  cut around the footnote.
+  cut around the footnote;
+- **bound dropped**: a bare value whose every occurrence in the chunk is a bound ('less than + 10°');
+- **temperature as angle**: 'what angle' answered with a value the chunk gives in degrees Celsius;
+- **double verb**: 'What heel has an inclination does ... specify?': a subject that took a clause's verb in.
 
 Every rule is registered in ``tasks.qa.registry`` and judged only by document-grouped cross-validation
 (``tasks.qa.calibrate``): a rule whose firings on the training documents are not mostly unusable is not counted.
@@ -122,6 +125,62 @@ def glued_footnote_word(ctx: PairContext) -> list[Signal]:
     return [Signal("grounded", 2, f"a footnote mark glued to a word ('{found.group(0)}')")] if found else []
 
 
+_BARE_VALUE_RE = re.compile(r"\s*([-+]?\d+(?:[.,]\d+)?)\s*([^\d\s.]{0,12})\s*\.?\s*")
+_BOUND_BEFORE_RE = re.compile(r"\b(?:less|more|greater|fewer|lower|higher) than|\bnot exceeding|\bexceeding|\bat (?:least|most)|"
+                              r"\bup to|\b(?:maximum|minimum) of|\bbelow|\babove|±\s*$|\+/-\s*$", re.IGNORECASE)
+
+
+def _occurrences(value: str, markdown: str) -> list[re.Match]:
+    return list(re.finditer(r"(?<![\d.,])" + re.escape(value.lstrip("+-")) + r"(?![\d])", markdown))
+
+
+@rule("critic.answer.bound_dropped", "critic", "an answer that is a bare value ('10°')",
+      "wherever the chunk gives the value it is a bound or a tolerance ('less than + 10°', 'at least 20 mm', '± 10°') "
+      "that the answer dropped",
+      "grounded")
+def bound_dropped(ctx: PairContext) -> list[Signal]:
+    """'10°' for 'less than + 10° or - 10°': a limit read as a value."""
+    bare = _BARE_VALUE_RE.fullmatch(ctx.answer)
+    if not bare:
+        return []
+    unit = bare.group(2)
+    found = [m for m in _occurrences(bare.group(1), ctx.chunk_markdown)
+             if ctx.chunk_markdown[m.end():m.end() + len(unit) + 2].lstrip().startswith(unit)]  # the same value with its unit
+    before = [ctx.chunk_markdown[max(0, m.start() - 22):m.start()] for m in found]
+    if found and all(_BOUND_BEFORE_RE.search(b) for b in before):
+        return [Signal("grounded", 2, f"the chunk gives '{bare.group(1)}' as a bound the answer dropped")]
+    return []
+
+
+_TEMPERATURE_AFTER_RE = re.compile(r"^\s*(?:°|º)?\s*(?:[-+±]\s*\d+(?:[.,]\d+)?\s*)?(?:°|º)\s?C\b|^\s*degrees?\s+C", re.IGNORECASE)
+
+
+@rule("critic.answer.temperature_as_angle", "critic", "a 'what angle ...' question and its answer's value",
+      "the chunk gives the value as a temperature ('-10° + 1 °C'): not an angle", "grounded")
+def temperature_as_angle(ctx: PairContext) -> list[Signal]:
+    """'10°' of '-10° + 1 °C' asked as an angle."""
+    if not re.match(r"^\s*what\s+(?:is\s+the\s+)?angle\b", ctx.question, re.IGNORECASE):
+        return []
+    value = _VALUE_RE.search(ctx.answer)
+    found = _occurrences(value.group(0), ctx.chunk_markdown) if value else []
+    if any(_TEMPERATURE_AFTER_RE.match(ctx.chunk_markdown[m.end():m.end() + 16]) for m in found):
+        return [Signal("grounded", 2, f"'{value.group(0)}' is a temperature in the chunk, asked as an angle")]
+    return []
+
+
+_DOUBLE_VERB_RE = re.compile(r"^\s*what\s+(?:[\w-]+\s+){1,4}(?:has|have|is|are|was|were)\s+(?:[\w-]+\s+){0,6}(?:does|do|did)\s",
+                             re.IGNORECASE)
+
+
+@rule("critic.grammar.double_verb", "critic", "an English 'what ...' question (its quoted names aside)",
+      "two finite verbs: the subject took a clause's verb in ('What heel has an inclination does ... specify?')",
+      "well_formed")
+def double_verb(ctx: PairContext) -> list[Signal]:
+    """A noun phrase cut from a sentence with its verb, then framed as 'what ... does X specify?'."""
+    question = re.sub(r"\"[^\"]*\"|“[^”]*”", '"X"', ctx.question)
+    return [Signal("well_formed", 2, "two finite verbs in one question")] if _DOUBLE_VERB_RE.search(question) else []
+
+
 PROVISION_RULES = (dropped_item_level, rate_as_quantity, past_tense, circular_definition, approval_procedure,
-                   glued_footnote_word)
+                   glued_footnote_word, bound_dropped, temperature_as_angle, double_verb)
 """The rules of this module, in the order their reasons are listed."""
