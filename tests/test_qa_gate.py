@@ -92,3 +92,18 @@ def test_value_rules_read_the_value_in_the_chunk():
                                                                "# 7.5.3\n\nThe strap is pulled at 10° to the floor."))
     assert fires("critic.grammar.double_verb", ctx('What heel has an inclination does the "S12.3.2" section specify?', "30°"))
     assert not fires("critic.grammar.double_verb", ctx('What inclination does the "S12.3.2" section specify for the heel?', "30°"))
+
+
+def test_audit_says_which_bands_are_in_force():
+    from tasks.qa.audit import critic_figures
+
+    policy = {"auto_approve": {"bands": ["report", "other/causal"], "cv": {"precision": 0.93},
+                               "band_cv": {"report": {"precision": 0.96, "approved": 55, "documents": 3},
+                                           "protocol/numeric": {"precision": 0.43, "approved": 7, "documents": 4}}}}
+    figures = critic_figures(policy, 0.9)
+    assert figures.in_force.startswith("auto-approved: pairs the critic passes in the bands report, other/causal")
+    notes = " ".join(figures.report().notes)
+    assert "report 0.96 of 55 (3 docs)" in notes and "protocol/numeric" not in notes  # bands under 8 pairs are not listed
+    closed = critic_figures({"auto_approve": {**policy["auto_approve"], "cv": {"precision": 0.87}}}, 0.9)
+    assert "0.87" in closed.in_force and "(report, other/causal) are not in force" in closed.in_force
+    assert "every pair goes to review" in closed.in_force

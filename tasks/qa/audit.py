@@ -160,8 +160,11 @@ class CriticFigures(BaseModel):
         precision = self.auto_cv.get("precision")
         if precision is None or precision < self.min_precision:
             shown = "-" if precision is None else f"{precision:.2f}"
-            return (f"no band reaches qa.auto_approve_min_precision {self.min_precision:.2f} under grouped CV (auto-approval "
-                    f"precision {shown}): every pair goes to review with its reason")
+            fitted = (f"; the bands fitted on every labelled pair ({', '.join(self.bands)}) are not in force" if self.bands
+                      else "")
+            return (f"the band choice (document kind, or kind/question type) reaches an auto-approval precision of {shown} "
+                    f"under nested grouped CV, under qa.auto_approve_min_precision {self.min_precision:.2f}{fitted}: every "
+                    "pair goes to review with its reason")
         return (f"auto-approved: pairs the critic passes in the bands {', '.join(self.bands)} (held-out precision "
                 f"{precision:.2f} >= {self.min_precision:.2f}); every other pair goes to review with its reason")
 
@@ -176,12 +179,14 @@ class CriticFigures(BaseModel):
         for family, got in self.cv_by_family.items():
             rows.append(row(family, "critic", got))
             rows.append(row(family, "auto-approval", self.auto_by_family.get(family, {})))
-        bands = ", ".join(f"{b} {g['precision']:.2f} of {g['approved']} ({g['documents']} docs)" for b, g in self.band_cv.items())
+        bands = ", ".join(f"{b} {g['precision']:.2f} of {g['approved']} ({g['documents']} docs)" for b, g in self.band_cv.items()
+                          if g["approved"] >= 8)
         return Report("critic: document-grouped cross-validation (leave one document out)", ["documents", "verdict", *keys],
                       rows, lead=[f"{self.labelled_pairs} hand-labelled pairs over {self.documents} documents; every rule, "
                                   "threshold and band chosen without the held-out document."],
                       notes=[self._family_note(),
-                             f"Held-out precision of the critic's approvals per band: {bands or '-'}.",
+                             f"Held-out precision of the critic's approvals per band (document kind read off the document, "
+                             f"or kind/question type; bands of 8 pairs or more): {bands or '-'}.",
                              f"Policy in force: {self.in_force}."])
 
 
