@@ -19,7 +19,15 @@ from schemas.qa_pairs import FLAG_CODES, LOW_QUALITY_FLAGS, QA_PAIRS_SCHEMA
 from tasks.dataset.versions import build_version, quality_gate
 from tasks.enrich.run import run_correct, run_describe, run_headers
 from tasks.qa.flags import language_of
-from tasks.qa.judge import CRITERIA, JUDGE_FAILED, CriticScores, document_kinds, offline_precision_short, pair_bands, score_offline
+from tasks.qa.judge import (
+    CRITERIA,
+    JUDGE_FAILED,
+    CriticScores,
+    document_kinds,
+    offline_precision_short,
+    pair_bands,
+    score_offline,
+)
 from tasks.qa.pair_context import PairContext
 from tasks.qa.review import apply_decisions_file
 from tasks.qa.run import run_judge, run_qa
@@ -301,13 +309,13 @@ def test_offline_judge_scores_flags_and_approves(root):
 
 
 def test_held_out_coverage_auto_approves_only_the_bands_chosen_without_the_document(root):
-    from tasks.qa import calibrate
+    from tasks.qa import calibrate, heldout
 
     def items(usable: bool):  # four labelled documents of the 'report' kind, none of them in the run
         return [calibrate.Labelled(f"x{d}.pptx", usable, {}, None, {"question_type": t, "doc_kind": "report"})
-                for d in range(4) for t in ("numeric", "factual", "comparative", "causal") for _ in range(3)]
+                for d in range(4) for t in ("numeric", "factual", "comparative", "causal") for _ in range(10)]
 
-    got = calibrate.held_out_coverage(root, items(True))
+    got = heldout.held_out_coverage(root, items(True))
     kinds = document_kinds(TableStore(Layout(root)).read("chunks"))
     assert got.auto_pairs and {p["doc_kind"] for p in got.auto_pairs} == {"report"}  # the crash reports, read as reports
     assert set(kinds.values()) - {"report"}, "the sample documents are of several kinds"
@@ -315,8 +323,8 @@ def test_held_out_coverage_auto_approves_only_the_bands_chosen_without_the_docum
         assert figures["with_auto"] <= figures["with_passed"] <= figures["fact_chunks"] <= figures["chunks"]
         assert not figures["labelled"]
     assert sum(f["with_auto"] for f in got.by_document.values()) > 0
-    assert "with an auto-approved pair" in calibrate.render_coverage(got)
-    assert not calibrate.held_out_coverage(root, items(False)).auto_pairs  # the same kind labelled unusable: nothing
+    assert "with an auto-approved pair" in heldout.render_coverage(got)
+    assert not heldout.held_out_coverage(root, items(False)).auto_pairs  # the same kind labelled unusable: nothing
 
 
 def test_approval_threshold_and_auto_approve_setting(root):

@@ -100,10 +100,34 @@ def test_audit_says_which_bands_are_in_force():
     policy = {"auto_approve": {"bands": ["report", "other/causal"], "cv": {"precision": 0.93},
                                "band_cv": {"report": {"precision": 0.96, "approved": 55, "documents": 3},
                                            "protocol/numeric": {"precision": 0.43, "approved": 7, "documents": 4}}}}
-    figures = critic_figures(policy, 0.9)
+    figures = critic_figures({"auto_approve": {**policy["auto_approve"], "untested_bands": ["meeting"]}}, 0.9)
     assert figures.in_force.startswith("auto-approved: pairs the critic passes in the bands report, other/causal")
+    assert "meeting (chosen, but no held-out document could try it)" in figures.in_force
     notes = " ".join(figures.report().notes)
     assert "report 0.96 of 55 (3 docs)" in notes and "protocol/numeric" not in notes  # bands under 8 pairs are not listed
     closed = critic_figures({"auto_approve": {**policy["auto_approve"], "cv": {"precision": 0.87}}}, 0.9)
     assert "0.87" in closed.in_force and "(report, other/causal) are not in force" in closed.in_force
     assert "every pair goes to review" in closed.in_force
+
+
+def test_the_most_specific_measured_band_decides():
+    from tasks.qa.judge import band_decides
+
+    assert band_decides(("other", "other/causal"), ["other"]) == "other"  # the type unmeasured: the kind decides
+    assert band_decides(("other", "other/numeric"), ["other"], ["other/numeric"]) is None  # measured and failed: veto
+    assert band_decides(("regulation", "regulation/numeric"), ["regulation/numeric"], ["regulation"]) == "regulation/numeric"
+    assert band_decides(("protocol", "protocol/factual"), ["other"], ["protocol"]) is None
+
+
+def test_a_band_no_held_out_document_could_try_is_not_in_force():
+    def item(doc, usable, band, kind):
+        return calibrate.Labelled(doc, usable, {}, None, {"target_modality": "text", "question_type": band, "doc_kind": kind})
+
+    # three 'report' documents (with one held out, two are left: under the three-document minimum) and four 'other'
+    items = [item(d, True, "numeric", "report") for d in "ABC" for _ in range(10)]
+    items += [item(d, True, "causal", "other") for d in "DEFG" for _ in range(10)]
+    report = calibrate.grouped_cv(items, bands=True)
+    assert report.auto_by_band and set(report.auto_by_band) <= {"other", "other/causal"}  # no report was ever held out
+    policy = calibrate.auto_policy(items, report)
+    assert "report" in policy["untested_bands"] and not {"report", "report/numeric"} & set(policy["bands"])
+    assert policy["bands"] and set(policy["bands"]) <= {"other", "other/causal"}

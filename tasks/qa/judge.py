@@ -201,6 +201,19 @@ def pair_bands(row: dict) -> tuple[str, ...]:
     return bands_of(str(row.get("doc_kind") or "other"), band_of(row))
 
 
+def band_decides(bands: Sequence[str], chosen: Iterable[str], failing: Iterable[str] = ()) -> str | None:
+    """The band that lets a pair be auto-approved, or None: the most specific of ``bands`` (kind/question type before
+    the kind) that was measured decides: chosen, it approves; measured on enough pairs and failed (``failing``), it
+    vetoes the wider band ('other' does not approve the 'other/numeric' pairs that missed the bar on their own)."""
+    chosen, failing = set(chosen), set(failing)
+    for band in reversed(tuple(bands)):
+        if band in chosen:
+            return band
+        if band in failing:
+            return None
+    return None
+
+
 def _no_band_reason(auto: dict, measured: float | None, bar: float) -> str:
     """Why no pair is auto-approved, with the best band's held-out figures when no band qualified."""
     if not auto.get("bands") and auto.get("band_cv"):
@@ -220,7 +233,8 @@ def offline_precision_short(provider: dict[str, str | None], settings: Settings,
     ``band``: one band or the bands a pair belongs to (``pair_bands``: its document kind, and kind/question type).
     It may when ``qa.auto_approve_min_precision`` is 0, or when the calibrated auto-approval
     (``critic_policy.json``: ``auto_approve``) reached that precision under document-grouped cross-validation and
-    one of the pair's bands is one it approves; otherwise the reason names the measured figure."""
+    the pair's most specific measured band is one it approves (``band_decides``); otherwise the reason names the
+    measured figures."""
     if provider.get("provider") != "heuristic" or not settings.qa.auto_approve_min_precision:
         return ""
     policy = POLICY if policy is None else policy
@@ -232,7 +246,7 @@ def offline_precision_short(provider: dict[str, str | None], settings: Settings,
     if band is None:
         return ""
     bands = (band,) if isinstance(band, str) else tuple(band)
-    if any(b in auto.get("bands", ()) for b in bands):
+    if band_decides(bands, auto.get("bands", ()), auto.get("failing_bands", ())) is not None:
         return ""
     figures = auto.get("band_cv") or {}
     shown = "; ".join(f"{b} {figures[b]['precision']:.2f} on {figures[b]['approved']} held-out pairs" if b in figures

@@ -181,6 +181,28 @@ def double_verb(ctx: PairContext) -> list[Signal]:
     return [Signal("well_formed", 2, "two finite verbs in one question")] if _DOUBLE_VERB_RE.search(question) else []
 
 
-PROVISION_RULES = (dropped_item_level, rate_as_quantity, past_tense, circular_definition, approval_procedure,
+_CITED_ITEM_RE = re.compile(r"(?:S?\d+(?:\.\d+)*\.?|\))\(([a-h])\)(?:\s|\(|$)")
+_ITEM_MARK_RE = re.compile(r"(?:^|(?<=\s))\(?([a-h])\)\s")
+
+
+@rule("critic.provision.wrong_item", "critic", "the lettered item the question cites ('2.2.3.1(a)') and where the answer "
+      "stands in the chunk", "the answer's value stands under another lettered item of the chunk ('d)'): the fact is "
+      "asked under the wrong item", "grounded")
+def wrong_item(ctx: PairContext) -> list[Signal]:
+    """'What angle does section 2.2.3.1(a) specify?' answered from item d)."""
+    cited = _CITED_ITEM_RE.search(ctx.question)
+    value = _VALUE_RE.search(ctx.answer)
+    if not cited or not value:
+        return []
+    for found in _occurrences(value.group(0), ctx.chunk_markdown):
+        marks = _ITEM_MARK_RE.findall(ctx.chunk_markdown[:found.start()])
+        if not marks or marks[-1] == cited.group(1):
+            return []
+    if not _occurrences(value.group(0), ctx.chunk_markdown):
+        return []
+    return [Signal("grounded", 2, f"the value stands under item {marks[-1]}), not ({cited.group(1)})")]
+
+
+PROVISION_RULES = (wrong_item, dropped_item_level, rate_as_quantity, past_tense, circular_definition, approval_procedure,
                    glued_footnote_word, bound_dropped, temperature_as_angle, double_verb)
 """The rules of this module, in the order their reasons are listed."""
