@@ -85,6 +85,10 @@ def test_nhtsa_report_chapters(extracted, corpus):
     assert "Digital low-pass" in squash(intro.markdown)
     assert any(c.title == "Front matter" and c.page_start == 1 for c in result.chunks)
     assert len(result.kind("table")) >= 1
+    # the report sets "fi", "ffi" as ligature glyphs (U+FB01, U+FB03): they reach no element nor chunk as glyphs
+    texts = [e.text for e in result.elements] + [c.markdown for c in result.chunks]
+    assert not any(re.search("[\ufb00-\ufb06]", t or "") for t in texts)
+    assert "filter" in squash(intro.markdown).lower()
 
 
 def test_redbook_dominant_chapter_splits_at_its_sections(extracted, corpus):

@@ -34,7 +34,8 @@ def test_value_rule_names_paragraph_item_and_document_and_answers_the_qualified_
     pairs = made("generate.provision.value", view(PROCEDURE))
     assert ("What forward angle does paragraph S7.2(a) of FMVSS No. 216 specify?", "5 degrees") in pairs
     assert ("What outboard angle does paragraph S7.2(b) of FMVSS No. 216 specify?", "25 degrees") in pairs
-    assert ("What rate does paragraph S7.5 of FMVSS No. 216 specify?", "not more than 13 millimeters per second") in pairs
+    assert ("What rate does paragraph S7.5 of FMVSS No. 216 specify for the test device?",
+            "not more than 13 millimeters per second") in pairs
     assert all(a in PROCEDURE for _, a in pairs)  # verbatim spans
     assert made("generate.provision.value", view(PROCEDURE, handle=Handle())) == []  # never without a handle
 
@@ -197,9 +198,29 @@ def test_headline_facts_ranges_and_item_requirements():
         ("What is the purpose of FMVSS No. 216a?", "The purpose of this standard is to reduce deaths and injuries due to "
                                                     "the crushing of the roof into the occupant compartment in rollover crashes.")]
     assert made("generate.provision.value", view(text, handle)) == []  # a range and a list of the same kind: ambiguous
-    ranged = "# X\n\nS5.1 The load limiter caps the belt force at a level between 3 and 6 kN.\n"
+    ranged = "# X\n\nS5.1 The load limiter is set at a level between 3 and 6 kN.\n"
     assert made("generate.provision.value", view(ranged, handle)) == [
-        ("What force does paragraph S5.1 of FMVSS No. 216a specify?", "between 3 and 6 kN")]
+        ("What force does paragraph S5.1 of FMVSS No. 216a specify for the load limiter?", "between 3 and 6 kN")]
+
+
+def test_a_value_question_names_the_subject_the_value_belongs_to_or_is_not_asked():
+    """Failure class: "What angle does section 3.5 specify?" names no subject. The subject of the value's clause is
+    named; with neither it nor a specific quantity noun, nothing is asked."""
+    text = ("# Test setup\n\n3.5 Rotate the fixture to 25 degrees.\n\n"
+            "3.6 The roof crusher shall be applied at 5 millimeters per second; the platen is tilted to 10 degrees.\n")
+    pairs = made("generate.provision.value", view(text))
+    assert not any("3.5" in q for q, _ in pairs)  # imperative, no subject, bare "angle": no question
+    owners = ("# Crash\n\nS6.3 When the vehicle is impacted laterally by a barrier moving at 32 km/h, spillage shall not "
+              "exceed 28 g.\n\nS6.6 Each vehicle shall have means that prevent any hose, with a length of not less than "
+              "1200 millimeters, from contacting fuel.\n\nS7.1 The test weight is 175 kg greater than the curb weight.\n\n"
+              "S7.2 The barrier strikes the vehicle with a 70 percent overlap.\n")
+    owned = made("generate.provision.value", view(owners))
+    assert ("What speed does paragraph S6.3 of FMVSS No. 216 specify for the barrier?", "32 km/h") in owned  # the agent
+    assert not any("S6.6" in q or "S7.1" in q for q, _ in owned)  # the hose's length; a difference, not the weight
+    assert ("What overlap does paragraph S7.2 of FMVSS No. 216 specify?", "70 percent") in owned  # noun after the value
+    assert not any(a == "not exceed 28 g" for _, a in owned)  # its clause ("spillage shall ...") has no subject
+    assert ("What rate does paragraph 3.6 of FMVSS No. 216 specify for the roof crusher?", "5 millimeters per second") in pairs
+    assert ("What angle does paragraph 3.6 of FMVSS No. 216 specify for the platen?", "10 degrees") in pairs
 
 
 def test_conditional_requirements_ask_when():
@@ -256,3 +277,28 @@ def test_a_key_value_table_is_asked_field_by_field_not_as_columns():
     pairs = [(c.question, c.answer) for c in _table_candidates(view(f"# Test Report\n\n{md}", handle, tables=[("t", md)]))]
     assert pairs == [("For which region was the FO-2024-017 ODB 64 km/h test (Prototype P2) run?", "EU"),
                      ("What was the purpose of the FO-2024-017 ODB 64 km/h test (Prototype P2)?", "Verify chest deflection")]
+
+
+def test_combined_item_labels_and_s_paragraphs_joined_into_one_block_are_told_apart():
+    """"(c)(1)" opens item (c) and its sub-item (1); "... 571.214). S7.3 Rear ..." starts S7.3 inside a block."""
+    text = ("# S6.3\n\nS6.3 Side crash. (a) Old vehicles are tested at 32 km/h.\n\n(b) New vehicles are tested.\n\n"
+            "(c)(1) Heavy vehicles may meet S6.3(a).\n\n(2) Heavy vehicles built later must meet S6.3(b).\n\n"
+            "S7.2 Side barrier. The conditions are those of Standard 214 (49 CFR 571.214). S7.3 Rear barrier test "
+            "conditions. The barrier is traveling at 48 km/h.\n")
+    numbers = [u.number for u in provision_units(view(text))]
+    assert "S6.3(c)(1)" in numbers and "S6.3(c)(2)" in numbers and "S6.3(b)(2)" not in numbers
+    assert "S7.3" in numbers
+    pairs = made("generate.provision.value", view(text))
+    assert ("What speed does paragraph S7.3 (Rear barrier test conditions) of FMVSS No. 216 specify for the barrier?",
+            "48 km/h") in pairs
+
+
+def test_limits_stated_as_list_items_are_asked_without_their_labels():
+    text = ("# S7.2.1 Vehicles manufactured on or after September 1, 2010\n\n(1) The sum of the front, middle and rear "
+            "abdominal forces, shall not exceed 2,500 N (562 lb). (2) The pubic symphysis force shall not exceed 6,000 N "
+            "(1,350 pounds).\n")
+    v = view(text, Handle(title="FMVSS No. 214", kind="standard", section="S7.2.1 Vehicles manufactured on or after "
+                                                                             "September 1, 2010"))
+    pairs = made("generate.requirement.limit", v)
+    assert any(q.endswith("what limit applies to the pubic symphysis force?")
+               and a == "The pubic symphysis force shall not exceed 6,000 N (1,350 pounds)." for q, a in pairs)

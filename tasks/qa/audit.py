@@ -94,7 +94,7 @@ class Coverage(BaseModel):
 
 
 _FACT_RE = re.compile(
-    r"\d[\d.,]*\s?(?:%|°|º|mm|cm|m|km/h|kph|mph|ms|s|g|kg|kN|N|Nm|daN|Hz|kPa|MPa|J|W|V|A|lb|in|inches|seconds|"
+    r"(?<![^\W\d_])(?<!\d[.,])\d[\d.,]*\s?(?:%|°|º|mm|cm|m|km/h|kph|mph|ms|s|g|kg|kN|N|Nm|daN|Hz|kPa|MPa|J|W|V|A|lb|in|inches|seconds|"
     r"degrees?|명|개|건|원|점)(?!\w)"
     r"|^\s*\|.*\|.*\|"
     r"|\b(?:shall|must|means|is defined as|is called|because|decided|decision|due to)\b|이하|이상|미만|초과|결정|때문",
@@ -103,12 +103,39 @@ _FACT_RE = re.compile(
 """A measured value with its unit, a table row, a requirement, a definition, a cause or a decision."""
 
 
+MIN_FACT_WORDS = 3
+"""A prose line holding a fact has at least this many tokens, two of them words of three letters or more ("Max. chest
+deflection 31 mm" holds one; a figure's dimension label "6.5 in. 30 in." none)."""
+MAX_NOISE_SHARE = 0.25
+"""A line whose tokens are more than this share noise (single characters, symbols: formulas, OCR debris) holds none."""
+_WORD_RE = re.compile(r"^[(\"“'‘]?[^\W\d_][\w\-’'./]*[)\"”'’.,;:%]*$|^[(]?\d[\d.,]*[)%.,;:]*$")
+_HANGUL_CHAR_RE = re.compile(r"[\uac00-\ud7a3]")
+
+
+def _clean_line(line: str) -> bool:
+    """A line that can hold a fact: a table row with two filled cells, or prose of ``MIN_FACT_WORDS`` tokens (Korean:
+    20 characters) of which at most ``MAX_NOISE_SHARE`` are noise tokens (one letter, a symbol, a broken formula)."""
+    line = line.strip().lstrip(">").strip()
+    if line.startswith("|"):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        return sum(bool(c) and not set(c) <= set("-: ") for c in cells) >= 2
+    if line.startswith("![") or not line:
+        return False
+    tokens = line.split()
+    if _HANGUL_CHAR_RE.search(line):
+        return len(_HANGUL_CHAR_RE.findall(line)) >= 20 or len(tokens) >= MIN_FACT_WORDS
+    noise = sum(not _WORD_RE.match(t) or len(t) == 1 and t.lower() not in ("a", "i") for t in tokens)
+    words = sum(bool(re.match(r"^[(\"“]?[^\W\d_]{3,}", t)) for t in tokens)
+    return len(tokens) >= MIN_FACT_WORDS and words >= MIN_FACT_WORDS - 1 and noise <= MAX_NOISE_SHARE * len(tokens)
+
+
 def holds_fact(markdown: str, title: str = "") -> bool:
-    """True when a chunk holds a fact worth asking (see ``_FACT_RE``) and is not a reference list or contents page."""
+    """True when a chunk holds a fact worth asking (see ``_FACT_RE``) in a clean line (``_clean_line``: a table row
+    or a prose sentence, not a formula, a figure's labels or OCR debris) and is not a reference list or contents page."""
     from tasks.qa.rules import ChunkView, skipped_chunk
 
     lines = markdown.splitlines()
-    body = "\n".join(lines[1:])
+    body = "\n".join(line for line in lines[1:] if _clean_line(line))
     title = title or (lines[0].lstrip("#").strip() if lines and lines[0].startswith("#") else "")
     return bool(_FACT_RE.search(body)) and not skipped_chunk(ChunkView(title=title, language="en", markdown=markdown))
 

@@ -148,10 +148,37 @@ def document_handles(
     return out
 
 
-def chunk_handle(chunk: ChunkRow, document: rules.Handle | None) -> rules.Handle:
-    """The document's handle with the chunk's own heading (a slide title or the deepest section heading) when it is real."""
+def carried_sections(chunks: Sequence[ChunkRow]) -> dict[str, str]:
+    """Per chunk, the last heading that stood before it in its document (its own or an inner heading of an earlier
+    chunk): a chunk the chunker titled by a figure or table caption ("Figure 3 MGA Roof Crush Test System") stands
+    under that section ("TESTING"), not under its caption."""
+    from tasks.qa.rules.sections import inner_headings, is_caption
+
+    by_doc: dict[str, list[ChunkRow]] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    out: dict[str, str] = {}
+    for members in by_doc.values():
+        members.sort(key=lambda c: (c.slide or 0, c.page_start or 0, c.chapter_index or 0, c.part_index))
+        last = ""
+        for chunk in members:
+            out[chunk.chunk_id] = last
+            own = chunk.heading_path[-1] if chunk.heading_path else chunk.title
+            if chunk.slide is None and not is_caption(own):
+                last = own
+            inner = [h for _, h in inner_headings(chunk.qa_text) if not is_caption(h)]
+            last = inner[-1] if inner and chunk.slide is None else last
+    return out
+
+
+def chunk_handle(chunk: ChunkRow, document: rules.Handle | None, carried: str = "") -> rules.Handle:
+    """The document's handle with the chunk's own heading (a slide title or the deepest section heading) when it is
+    real; a chunk titled by a figure or table caption takes the section it stands in (``carried``) instead."""
+    from tasks.qa.rules.sections import is_caption
+
     base = document or rules.Handle()
-    heading = handles.clean_name(rules.strip_numbering(chunk.heading_path[-1] if chunk.heading_path else chunk.title))
+    heading = chunk.heading_path[-1] if chunk.heading_path else chunk.title
+    heading = handles.clean_name(rules.strip_numbering(carried if carried and is_caption(heading) else heading))
     file_name = Path(chunk.source_path).name
     truncated = heading.endswith(("…", "..."))  # a heading cut by the chunker is no name ("... Applicable unless a vehicle is…")
     usable = rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading) and not truncated
@@ -171,10 +198,13 @@ def pairs_wanted(chunk: ChunkRow, settings: Settings, view: rules.ChunkView | No
     return budget.pairs_for(units, chunk.token_count, settings.qa.tokens_per_pair, settings.qa.max_per_chunk)
 
 
-def chunk_view(chunk: ChunkRow, elements: dict[str, ElementRow], handle: rules.Handle | None = None) -> rules.ChunkView:
-    """What the QA step sees of a chunk: its Markdown (corrected when available), language, handle, tables, charts and OCR'd pictures."""
+def chunk_view(
+    chunk: ChunkRow, elements: dict[str, ElementRow], handle: rules.Handle | None = None, carried: str = ""
+) -> rules.ChunkView:
+    """What the QA step sees of a chunk: its Markdown (corrected when available), language, handle, tables, charts and
+    OCR'd pictures; ``carried``: the section it stands in (``carried_sections``)."""
     members = [elements[e] for e in chunk.element_ids if e in elements]
-    markdown = chunk.qa_text
+    markdown = rules.ocr_pages_as_prose(chunk.qa_text)
     return rules.ChunkView(
         title=chunk.title,
         language=language_of(markdown),
@@ -182,7 +212,7 @@ def chunk_view(chunk: ChunkRow, elements: dict[str, ElementRow], handle: rules.H
         tables=[(e.element_id, e.text) for e in members if e.kind == "table"],
         charts=[(e.element_id, (json.loads(e.meta).get("title") if e.meta else None) or "", e.text) for e in members if e.kind == "chart"],
         pictures=[(e.element_id, e.ocr_text) for e in members if e.kind == "picture" and e.ocr_text],
-        handle=chunk_handle(chunk, handle),
+        handle=chunk_handle(chunk, handle, carried),
         heading_path=list(chunk.heading_path),
     )
 
@@ -272,10 +302,11 @@ async def generate_pairs(
     """
     by_id = {e.element_id: e for e in elements}
     handles = handles if handles is not None else document_handles(chunks)
+    carried = carried_sections(chunks)
 
     async def generate(chunk: ChunkRow):
         try:
-            view = chunk_view(chunk, by_id, handles.get(chunk.doc_id))
+            view = chunk_view(chunk, by_id, handles.get(chunk.doc_id), carried.get(chunk.chunk_id, ""))
             return await generate_for_chunk(chunk, view, settings, generator, prompt)
         except Exception as exc:  # one chunk's bug must not abort the run
             return [], QaFailureRow(chunk_id=chunk.chunk_id, source_path=chunk.source_path, reason=f"{type(exc).__name__}: {exc}")

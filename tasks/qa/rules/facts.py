@@ -278,7 +278,7 @@ _CALLED_RE = re.compile(r"^(?P<definiens>[A-Z].{10,}?)\s(?:is|are)\s(?:called|kn
 
 
 def _term_phrase(match: re.Match, context: str) -> str | None:
-    term = match.group("term").strip()
+    term = re.sub(r"\s*[-–—:]+$", "", match.group("term").strip())  # "Manufacturer - is the company ...": the term, not its dash
     if not real_term(term):
         return None
     phrase = _lower_first(term, context)

@@ -42,7 +42,12 @@ from tasks.qa.rules.text import (
 # --- units of a provision ---------------------------------------------------------------------------
 
 _NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*[a-z]?|\d+(?:\.\d+)+|\d+)\.?\s+(?P<rest>\S.*)$", re.DOTALL)
-_ITEM_RE = re.compile(r"^\s*\(?(?P<item>[a-z]|[ivx]{1,4}|\d{1,2})\)\s+(?P<rest>\S.*)$", re.DOTALL)
+_ITEM_RE = re.compile(r"^\s*\(?(?P<item>[a-z]|[ivx]{1,4}|\d{1,2})\)(?:\((?P<item2>[ivx]{1,4}|\d{1,2})\))?\s+(?P<rest>\S.*)$",
+                      re.DOTALL)
+"""An item label and its text: "(b) ...", "b) ...", and a label with its first sub-item "(c)(1) ..."."""
+_INLINE_NUMBER_RE = re.compile(r"(?<=[.;:]\s)(?=S\d+(?:\.\d+)+\.?\s+[A-Z])")
+"""An S-numbered paragraph that starts inside a block ("... 49 CFR 571.214). S7.3 Rear moving barrier ..."): the
+extraction joined two paragraphs, the second is cut off again."""
 _TITLE_WORDS_RE = re.compile(r"^[A-Z][\w\-/&,'’ ()]{2,70}$")
 _VERB_WORDS = frozenset("shall must is are was were be will may should can has have means mean".split())
 
@@ -95,14 +100,27 @@ def _blocks(markdown: str) -> list[str]:
     return out
 
 
+_MEASURE_RE = re.compile(r"(?:in|mm|cm|m|kg|kN|N|g|ms|s|°|%|deg|lb|ft)(?:\.|\b)(?:[\s\d.,]*(?:in|mm|cm|m|°)\.?)*\s*$")
+
+
+def _push(items: "_Items", sub: re.Match) -> str:
+    """Open the item (and its first sub-item, "(c)(1)") and return the item path."""
+    path = items.push(sub.group("item"))
+    return items.push(sub.group("item2")) if sub.group("item2") else path
+
+
 def provision_units(view: ChunkView) -> list[Unit]:
     """The chunk cut into numbered paragraphs and their items (a unit's text without its number); an item is named
     with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3)."""
     units: list[Unit] = []
     titles: dict[str, str] = {}
     number, items, lead = "", _Items(), False
-    for index, block in enumerate(_blocks(view.markdown)):
+    blocks = [piece for block in _blocks(view.markdown) for piece in _INLINE_NUMBER_RE.split(block) if piece.strip()]
+    for index, block in enumerate(blocks):
+        block = block.strip()
         found = _NUMBER_RE.match(block)
+        if found and _MEASURE_RE.match(found.group("rest")):
+            continue  # "6.5 in. 30 in.": a figure's dimension label, not paragraph 6.5
         if found and (found.group("number").startswith("S") or "." in found.group("number") or index > 0):
             number, items, lead = found.group("number"), _Items(), False
             title, body = _title(found.group("rest"))
@@ -115,14 +133,14 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 continue  # a bare "12" without a title is a figure label or a list number, not a paragraph
             for piece in _ITEM_SPLIT_RE.split(body):
                 sub = _ITEM_RE.match(piece)
-                label = number + items.push(sub.group("item")) if sub else number
+                label = number + _push(items, sub) if sub else number
                 units.append(Unit(label, _inherited(titles, number), sub.group("rest") if sub else piece))
             continue
         sub = _ITEM_RE.match(block)
         if not number or _bare(number) and number not in titles:
             continue
         if sub:
-            units.append(Unit(number + items.push(sub.group("item")), _inherited(titles, number), sub.group("rest"), lead))
+            units.append(Unit(number + _push(items, sub), _inherited(titles, number), sub.group("rest"), lead))
         elif not block.startswith(("|", "!", "*")):
             lead = bool(_LEAD_IN_RE.search(block))
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
@@ -275,13 +293,20 @@ mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 
+_NOUN_AFTER_RE = re.compile(r"\s(overlap|offset|clearance|deflection|intrusion|displacement|elongation|overload)\b")
+_DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|above|below)"
+                                  r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
+"""After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
+_RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
+
+
 def garbled(answer: str) -> bool:
     """True when the answer carries an extraction artefact (``_GARBLED_RE``): it would not be grounded as written."""
     return bool(_GARBLED_RE.search(answer))
 
 
-def _values(text: str) -> list[tuple[str, str, str, bool]]:
-    """(quantity noun or '', unit class, value span, askable) for each value with a unit in ``text``. Values that
+def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
+    """(quantity noun or '', unit class, value span, askable, subject or '') for each value with a unit in ``text``. Values that
     cannot be asked (a listed, signed or tolerance-only number, a garbled or negated one, a value written in words)
     are kept, not askable, so that a question never treats the other value of their kind as the only one."""
     out = []
@@ -291,18 +316,23 @@ def _values(text: str) -> list[tuple[str, str, str, bool]]:
             continue
         before = text[max(0, match.start() - 80):match.start()]
         negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
-        askable = not (_not_a_value(match, text) or garbled(span) or negated)
+        negated = negated or bool(_RESPECTIVELY_RE.match(text[match.end():]))  # "at 25 and -5 degrees, respectively"
+        askable = not (_not_a_value(match, text) or garbled(span) or negated or span.startswith("not be "))
         noun = _NOUN_RE.search(before)
-        out.append((noun.group("noun") if noun else "", _kind(match), span, askable))
+        after = _NOUN_AFTER_RE.match(text[match.end():])  # "with a 70 percent overlap": the noun follows its value
+        noun_text = after.group(1) if after else noun.group("noun") if noun else ""
+        askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
+        subject = value_subject(text[:match.start()])
+        out.append((noun_text, _kind(match), span, askable, subject))
     for match in _WORD_VALUE_RE.finditer(text):
-        out.append(("", "time" if match.group("time") else "distance", match.group(0), False))
+        out.append(("", "time" if match.group("time") else "distance", match.group(0), False, ""))
     return out
 
 
 def prose_values(markdown: str) -> list[str]:
     """Every value with a unit in the chunk's prose (tables, pictures and quotes left out)."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
-    return [span for _, _, span, askable in _values(text) if askable]
+    return [span for _, _, span, askable, _ in _values(text) if askable]
 
 
 def _verbatim(answer: str, markdown: str) -> str:
@@ -311,8 +341,129 @@ def _verbatim(answer: str, markdown: str) -> str:
     return found.group(0) if found else ""
 
 
-def _question_for(noun: str, kind: str, reference: str) -> str:
+_CLAUSE_START_RE = re.compile(r"(?:[.;:!?]\s|(?i:\bso that\b|\bverify that\b|\bensure that\b|\bwhere\b|\bwhen\b|\bif\b|\bsuch that\b)|,\s(?:and|but|while)\s|,\s(?=(?:[\w\-]+\s){0,4}(?:shall|must|is|are|will)\b)|—|\u2014)")
+_SUBJECT_VERBS = ("shall|must|is|are|was|were|will|may|should|can|has|have|moves?|travels?|impacts?|strikes?|reaches?|"
+                  "exceeds?|remains?|weighs?|measures?|applies|applied|positioned|placed|located|mounted|set|loaded|"
+                  "rotated|tilted|raised|lowered|inclined|moved|propelled|accelerated|held|caps")
+_NP_STOP = (r"of|in|on|at|to|by|for|with|and|or|from|which|that|not|be|relative|when|during|as|than|under|without|"
+            r"between|along|while|if|so|specified|described|shown|defined|given|listed|used|made|equipped|attached|"
+            rf"inflated|{_SUBJECT_VERBS}")
+_INITIAL_SUBJECT_RE = re.compile(
+    rf"\s*(?:\d{{1,2}}[.)]\s+|\([a-z0-9]{{1,3}}\)\s+)?(?P<det>[Tt]he|[Ee]ach|[Aa]ny|[Aa]ll|[Tt]his)\s+"
+    rf"(?P<np>(?:(?!(?:{_NP_STOP})\b)[A-Za-z0-9][\w\-/’']*\s+){{0,4}}(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*)"
+    rf"(?:\s+of\s+(?:the\s+|each\s+)?(?P<of>(?:(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*\s+){{0,2}}"
+    rf"(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*))?(?=[\s,])(?=.*\b(?:{_SUBJECT_VERBS})\b)", re.DOTALL)
+"""A clause that opens with its subject (a determiner and up to five words, "of the" and up to three more) and has a
+verb after it."""
+_NOT_A_SUBJECT = frozenset("following value values figure table paragraph section annex standard regulation "
+                           "requirements requirement procedure same above below other".split())
+
+
+def value_subject(before: str) -> str:
+    """The noun phrase a value belongs to: the subject of the clause that states it ("The impactor shall strike ... at
+    24 km/h" -> "the impactor"; "the moving deformable barrier of the test vehicle travels at ..."), or ''.
+
+    Only the clause of the value is read (it starts after the last sentence end, semicolon, colon, "so that",
+    "when", "if"); the subject is a determiner ("the", "each", "any", "all", "this") and at most five words before a
+    verb ("shall", "is", "moves", "positioned", ...). A figure, table, paragraph or "the following" is no subject."""
+    starts = [m.end() for m in _CLAUSE_START_RE.finditer(before)]
+    clause = before[starts[-1] if starts else 0:]
+    found = _INITIAL_SUBJECT_RE.match(clause)  # the clause's own subject ("The yaw angle of the vehicle ... is"); a noun
+    if not found:  # phrase further in ("... on which the lumbar spine attaches is 23 degrees") is no owner of the value
+        return ""
+    words = found.group("np").lower().split()
+    if len(words) > 1 and _VERB_AFTER_NP_RE.match(clause[found.end():]) and re.fullmatch(r"[a-z]+[^s]s", words[-1]):
+        return _shortened(found, clause)  # "the lumbar spine attaches to ...": the last word is the verb
+    if words[0] in _NOT_A_SUBJECT or words[-1] in _NOT_A_SUBJECT or any(w.isdigit() for w in words):
+        return ""
+    np = found.group("np") + (f" of the {found.group('of')}" if found.group("of") else "")
+    if re.search(r"\w- \w", np):
+        return ""  # a word broken at a line end ("the rear- ward edge"): not a name to ask by
+    return _predicated(f"{found.group('det').lower()} {np}", clause[found.end():])
+
+
+_VERB_AFTER_NP_RE = re.compile(r"\s+(?:to|the|a|an|at|on|in|with|into|onto|from|by|its|their)\b")
+
+
+def _shortened(found: re.Match, clause: str) -> str:
+    """The subject without its last word, which was the verb ("the lumbar spine attaches to" -> "the lumbar spine")."""
+    np = found.group("np").rsplit(None, 1)[0]
+    end = found.start("np") + len(np)
+    return _predicated(f"{found.group('det').lower()} {np}", clause[end:].split(None, 1)[-1])
+
+
+_VERB_RE = re.compile(rf"\b(?:{_SUBJECT_VERBS})\b")
+_DETERMINER_RE = re.compile(r"\b(?:the|a|an|any|each|its|their|either)\s+[a-z]", re.IGNORECASE)
+_AGENT_RE = re.compile(r"\bby\s+(?:a|an|the)\s+")
+_PARTICIPLES = frozenset("moving traveling travelling specified described shown defined given listed used made located "
+                         "mounted equipped attached inflated positioned placed which that with at to in on of from".split())
+
+
+_OWN_NOUN_RE = re.compile(rf"\b(?:a|an|the)\s+(?:[a-z\-]+\s+){{0,2}}(?:{_NOUN_HEADS})\s+(?:of|between|from|to|at|equal to)?\s*$")
+"""The value's own noun phrase at the end of its clause ("set at a level between"): no other noun phrase."""
+
+
+def _agent(text: str) -> str:
+    """The noun phrase after "by a/the" ("by a moving deformable barrier 80 km/h" -> "moving deformable barrier")."""
+    words = []
+    for n, token in enumerate(text.split()):
+        word = token.rstrip(",;")
+        if not re.fullmatch(r"[A-Za-z][\w\-]*", word) or n and word.lower() in _PARTICIPLES or len(words) == 5:
+            break
+        words.append(word)
+        if word != token:
+            break
+    return " ".join(words)
+
+
+def _predicated(subject: str, rest: str) -> str:
+    """The subject when the clause states the value of it: nothing but the quantity's own noun phrase stands between
+    its verb and the value. A passive agent ("the vehicle is impacted ... by a barrier moving at 32 km/h") owns the
+    value instead; another noun phrase in between ("each vehicle shall have means that prevent any hose ... with a
+    length of") leaves the owner unknown: ''."""
+    noun = _NOUN_RE.search(rest) or _OWN_NOUN_RE.search(rest)
+    rest = rest[:noun.start()] if noun else rest
+    verb = _VERB_RE.search(rest)
+    after = rest[verb.end():] if verb else rest
+    agent = _AGENT_RE.search(after)
+    if agent:
+        name = _agent(after[agent.end():])
+        tail = after[agent.end():].split(name, 1)[-1] if name else after
+        return f"the {name}" if name and not _DETERMINER_RE.search(tail) else ""
+    return "" if _DETERMINER_RE.search(after) else subject
+
+
+_GENERIC_NOUNS = frozenset("speed velocity mass angle force load pressure rate time duration distance level length height "
+                           "width weight energy tolerance accuracy offset".split())
+
+
+_HEAD_KINDS = {
+    **dict.fromkeys("angle inclination".split(), "angle"), **dict.fromkeys("speed velocity".split(), "speed|rate"),
+    **dict.fromkeys("mass weight".split(), "mass|force"), **dict.fromkeys("force load tension".split(), "force|mass"),
+    "pressure": "pressure", **dict.fromkeys("time duration".split(), "time"), "temperature": "temperature",
+    "acceleration": "acceleration", "rate": "rate|speed", "energy": "energy", "voltage": "voltage", "torque": "moment",
+    "volume": "volume", **dict.fromkeys("distance height length width diameter deflection displacement clearance offset "
+                                       "overlap thickness radius depth gap spacing stroke intrusion elongation".split(), "distance"),
+}
+"""The unit kind a quantity noun is measured in: "the load ... 126.9 mm" is no load (unlisted nouns take any kind)."""
+_QUANTITY_HEAD_RE = re.compile(rf"\b(?:{_NOUN_HEADS}|ratio|percentage|share|frequency|number|count)s?$")
+
+
+def _question_for(noun: str, kind: str, reference: str, subject: str) -> str:
+    """The value question; '' when neither a specific quantity noun nor the value's subject names what it is of.
+
+    A subject that is itself a quantity ("the yaw angle of the vehicle") is asked for ("What is the yaw angle of the
+    vehicle according to ...?"); another subject is what the quantity is specified for ("What rate does S7.5 specify
+    for the test device?")."""
     quantity = noun or {"share": "percentage", "moment": "moment", "distance": "distance"}.get(kind, kind)
+    head = subject.split(" of ")[0]
+    if subject and _QUANTITY_HEAD_RE.search(head):
+        said = _HEAD_KINDS.get(head.split()[-1].lower().rstrip("s"), kind)
+        return f"What is {subject} according to {reference}?" if kind in said.split("|") else ""
+    if subject and subject.split()[-1].lower() not in quantity.lower().split():
+        return f"What {quantity} does {reference} specify for {subject}?"
+    if not noun or noun.lower() in _GENERIC_NOUNS:
+        return ""  # "What angle does section 3 specify?": the value's subject is not named, so no question
     return f"What {quantity} does {reference} specify?"
 
 
@@ -327,15 +478,19 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
         values = _values(text)
-        for noun, kind, span, askable in values:
-            if not askable:
+        for noun, kind, span, askable, subject in values:
+            question = _question_for(noun, kind, reference, subject)
+            if not askable or not question:
                 continue
             same = [v for v in values if v[1] == kind]
-            if len(same) > 1 and (not noun or sum(v[0] == noun for v in same) > 1):
-                continue  # two values of one kind, not told apart by their nouns: the answer would be ambiguous
+            told_by_noun = noun and sum(v[0] == noun for v in same) == 1
+            keys = [(v[0], v[4]) for v in same]
+            told_apart = ("", "") not in keys and keys.count((noun, subject)) == 1
+            if len(same) > 1 and not (told_by_noun or told_apart):
+                continue  # two values of one kind, not told apart by their nouns or subjects: the answer would be ambiguous
             answer = _verbatim(span, view.markdown)
             if answer:
-                yield Candidate(_question_for(noun, kind, reference), answer, "numeric", "text")
+                yield Candidate(question, answer, "numeric", "text")
 
 
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")

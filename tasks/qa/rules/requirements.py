@@ -49,6 +49,16 @@ _UNIT_VALUE_RE = re.compile(r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|per\s?cent|
 _PARAGRAPH_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*|\d+(?:\.\d+){1,5})\.?\s")
 
 
+_ITEM_LABEL_RE = re.compile(r"(?:^|(?<=\s))(?:\((?:[a-z]|\d{1,2}|[ivx]{1,4})\)\s*)+(?=[A-Z])")
+"""Item labels ("(1) ", "(c)(1) ") before a capitalised sentence: each item is a sentence of its own."""
+
+
+def _item_sentences(markdown: str) -> list[str]:
+    """The chunk's sentences with list items cut apart and their labels dropped ("(2) The pubic symphysis force shall
+    not exceed 6,000 N." -> "The pubic symphysis force shall not exceed 6,000 N.")."""
+    return sentences(_ITEM_LABEL_RE.sub("\n\n", markdown))
+
+
 def _condition(sentence: str) -> tuple[str, str]:
     """(the leading condition "if the retractor is part of a lap belt", the main clause), or ('', sentence)."""
     found = _CONDITION_RE.match(_PARAGRAPH_NUMBER_RE.sub("", sentence))
@@ -101,7 +111,7 @@ def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
     """Limit questions from requirement sentences, naming the document and the numbered paragraph."""
     if view.language != "en" or not doc_phrase(view):
         return
-    for sentence in sentences(view.markdown):
+    for sentence in _item_sentences(view.markdown):
         if not _LIMIT_RE.search(sentence):
             continue
         condition, main = _condition(sentence)
@@ -130,7 +140,7 @@ def condition_candidates(view: ChunkView) -> Iterator[Candidate]:
     """Condition questions (speed, mass, angle, ...) from procedure sentences with a clean subject."""
     if view.language != "en" or not doc_phrase(view):
         return
-    for sentence in sentences(view.markdown):
+    for sentence in _item_sentences(view.markdown):
         match = _TEST_CONDITION_RE.search(sentence)
         if not match or _LIMIT_RE.search(sentence):
             continue

@@ -18,6 +18,28 @@ from tasks.qa.registry import rule
 from tasks.qa.rules.text import ChunkView, is_skipped_heading, real_title, strip_numbering
 
 _HEADING_RE = re.compile(r"(?m)^#{1,6}\s+(.+?)\s*$")
+_CAPTION_RE = re.compile(r"^(?:Figure|Fig\.|Table|Chart|Photo|Annex|Appendix|그림|표)\s*[\dA-Z]", re.IGNORECASE)
+_PSEUDO_HEADING_RE = re.compile(
+    r"(?m)(?:^|(?<=\n\n))(?:\*\*(?P<bold>[^*\n]{3,80})\*\*|(?P<caps>[A-Z][A-Z0-9&/,()' -]{3,70}[A-Z)])|"
+    r"(?P<title>[A-Z][a-z]+(?:[ -](?:[A-Z][\w-]*|of|and|for|the|to|in|on|with|a|an|or)){1,6}))[ \t]*\n\n(?=[^\n]{60,})")
+"""A line standing alone as a heading without Markdown: bold (**Test Speed**), ALL CAPS (TESTING) or Title Case of two
+to seven words (Curb Weight Measurement), with no end punctuation and a prose paragraph of 60+ characters after it."""
+
+
+def inner_headings(markdown: str, plain: bool = True) -> list[tuple[int, str]]:
+    """(offset, heading) of every heading inside a chunk after its first line: Markdown headings, and (``plain``)
+    lines that act as headings without Markdown (``_PSEUDO_HEADING_RE``); figure and table captions are no headings."""
+    found = [(m.start(), m.group(1)) for m in _HEADING_RE.finditer(markdown) if m.start() > 0]
+    for m in _PSEUDO_HEADING_RE.finditer(markdown) if plain else ():
+        text = (m.group("bold") or m.group("caps") or m.group("title")).strip()
+        if m.start() > 0 and not _CAPTION_RE.match(text) and len(text.split()) <= 10 and not text.endswith((".", ":", ",")):
+            found.append((m.start(), text))
+    return sorted(found)
+
+
+def is_caption(heading: str) -> bool:
+    """A figure, table or chart caption ("Figure 3 MGA Roof Crush Test System"): no section name."""
+    return bool(_CAPTION_RE.match(heading.strip(" #*")))
 MIN_PART_CHARS = 80
 """A part shorter than this (a heading followed by one line) is merged into the part before it."""
 
@@ -49,10 +71,10 @@ def _members(items, text: str) -> list:
 def section_views(view: ChunkView) -> list[ChunkView]:
     """The chunk cut at its inner headings, one view per part (the whole view when it has none)."""
     md = view.markdown
-    heads = [m for m in _HEADING_RE.finditer(md) if m.start() > 0]
+    heads = inner_headings(md, plain=view.handle.section_kind != "slide")  # a slide's short lines are its bullets
     if not heads:
         return [view]
-    cuts = [(0, None)] + [(m.start(), m.group(1)) for m in heads]
+    cuts = [(0, None)] + heads
     parts = []
     for (start, heading), (end, _) in zip(cuts, cuts[1:] + [(len(md), None)]):
         text = md[start:end]

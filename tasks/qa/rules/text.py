@@ -119,6 +119,37 @@ SKIP_HEADINGS_RE = re.compile(
 _NUMBERING_RE = re.compile(r"^\s*(?:chapter\s+)?\d+(?:\.\d+)*\.?\s+", re.IGNORECASE)
 
 
+_OCR_PAGE_RE = re.compile(r"(?m)^> \*\*OCR text of page \d+\*\*\n((?:>.*(?:\n|$))+)")
+_OCR_HEADING_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][^.:;]{2,60}$")
+_OCR_BULLET_RE = re.compile(r"^(?:[-•▪o]\s|\(?[a-z0-9]{1,2}[.)]\s)")
+
+
+def ocr_pages_as_prose(markdown: str) -> str:
+    """The chunk's OCR text of whole pages (``> **OCR text of page N**`` blocks: a scan, or a page whose text layer was
+    unreadable) as Markdown prose the rules can read: wrapped lines joined into paragraphs, a short capitalised line
+    without end punctuation ("1.1.2 Acceptance criteria") a heading, list items kept apart. OCR of pictures (labels,
+    chart debris) stays quoted."""
+    def prose(match: re.Match) -> str:
+        blocks: list[str] = []
+        paragraph: list[str] = []
+        for raw in match.group(1).splitlines():
+            line = raw[1:].strip()
+            heading = _OCR_HEADING_RE.match(line) and len(line.split()) <= 8 and not (paragraph and paragraph[-1][-1:] not in ".:;")
+            if not line or heading or _OCR_BULLET_RE.match(line):
+                if paragraph:
+                    blocks.append(" ".join(paragraph))
+                paragraph = []
+                if heading:
+                    blocks.append(f"#### {line}")
+                    continue
+            if line:
+                paragraph.append(line)
+        if paragraph:
+            blocks.append(" ".join(paragraph))
+        return "\n\n".join(blocks) + "\n"
+    return _OCR_PAGE_RE.sub(prose, markdown)
+
+
 def strip_numbering(heading: str) -> str:
     """A heading without its chapter/section number: "1.2 Ride-Down" -> "Ride-Down"."""
     return _NUMBERING_RE.sub("", heading).strip()
