@@ -131,3 +131,14 @@ def test_a_band_no_held_out_document_could_try_is_not_in_force():
     policy = calibrate.auto_policy(items, report)
     assert "report" in policy["untested_bands"] and not {"report", "report/numeric"} & set(policy["bands"])
     assert policy["bands"] and set(policy["bands"]) <= {"other", "other/causal"}
+
+
+def test_generic_subject_and_wrong_item():
+    assert fires("critic.grammar.generic_subject", ctx("What speed does paragraph S6.3(a) of FMVSS No. 301 specify for the "
+                                                       "vehicle?", "32 km/h"))
+    assert not fires("critic.grammar.generic_subject", ctx("What speed does paragraph S6.3(a) of FMVSS No. 301 specify for "
+                                                           "the moving barrier?", "32 km/h"))
+    items = ("# 2.2.3.1 Ease of fastening\n\na) The CRS shall be positioned on the centreline. b) Route the belt. "
+             "d) Rotation of up to 20 degrees about the x axis is permitted.")
+    assert fires("critic.provision.wrong_item", ctx("What angle does section 2.2.3.1(a) specify?", "up to 20 degrees", items))
+    assert not fires("critic.provision.wrong_item", ctx("What angle does section 2.2.3.1(d) specify?", "up to 20 degrees", items))

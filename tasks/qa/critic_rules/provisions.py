@@ -14,7 +14,9 @@ the definition and the approval procedure, read against the chunk and not agains
   cut around the footnote;
 - **bound dropped**: a bare value whose every occurrence in the chunk is a bound ('less than + 10°');
 - **temperature as angle**: 'what angle' answered with a value the chunk gives in degrees Celsius;
-- **double verb**: 'What heel has an inclination does ... specify?': a subject that took a clause's verb in.
+- **double verb**: 'What heel has an inclination does ... specify?': a subject that took a clause's verb in;
+- **wrong item**: the value stands under another lettered item of the chunk than the one the question cites;
+- **generic subject**: '... specify for the vehicle?': the subject is the document's generic object, not the value's owner.
 
 Every rule is registered in ``tasks.qa.registry`` and judged only by document-grouped cross-validation
 (``tasks.qa.calibrate``): a rule whose firings on the training documents are not mostly unusable is not counted.
@@ -203,6 +205,21 @@ def wrong_item(ctx: PairContext) -> list[Signal]:
     return [Signal("grounded", 2, f"the value stands under item {marks[-1]}), not ({cited.group(1)})")]
 
 
-PROVISION_RULES = (wrong_item, dropped_item_level, rate_as_quantity, past_tense, circular_definition, approval_procedure,
+_GENERIC_SUBJECT_RE = re.compile(
+    r"\b(?:specify|specified|apply|applies|required?)\s+(?:for|to|of)\s+(?:the|each|every|a|an|any)\s+"
+    r"(?:(?:test\s+)?vehicles?|systems?|devices?|tests?|items?|parts?)\s*\??\s*$", re.IGNORECASE)
+
+
+@rule("critic.grammar.generic_subject", "critic", "the subject a value question names ('... specify for the vehicle?')",
+      "the subject is only the document's generic object (the vehicle, each vehicle, the system, the test): it does not "
+      "say which value is meant, and the value usually belongs to something else (the barrier's speed, the hose's length)",
+      "grounded")
+def generic_subject(ctx: PairContext) -> list[Signal]:
+    """'What speed does paragraph S6.3(a) specify for the vehicle?' answered with the barrier's speed."""
+    found = _GENERIC_SUBJECT_RE.search(ctx.question)
+    return [Signal("grounded", 2, f"a generic subject ('{found.group(0).strip(' ?')}')")] if found else []
+
+
+PROVISION_RULES = (wrong_item, generic_subject, dropped_item_level, rate_as_quantity, past_tense, circular_definition, approval_procedure,
                    glued_footnote_word, bound_dropped, temperature_as_angle, double_verb)
 """The rules of this module, in the order their reasons are listed."""
