@@ -170,8 +170,17 @@ def document_kinds(rows: Sequence[dict]) -> dict[str, str]:
     return {doc: document_kind(chunks) for doc, chunks in texts.items()}
 
 
+def unique_pairs(rows: Sequence[dict]) -> list[dict]:
+    """One row per labelled pair (document, question, answer): a pair labelled again in a later file keeps the later
+    label (43 of the first 942 rows repeated a pair, 5 of them with another verdict), so no pair counts twice."""
+    last = {(r["file_name"], r["question"].strip(), r["answer"].strip()): n for n, r in enumerate(rows)}
+    return [rows[n] for n in sorted(last.values())]
+
+
 def labelled(rows: Sequence[dict]) -> list[Labelled]:
-    """The rows with their rule scores, stored round-trip ranks and detected document kind (``doc_kind``)."""
+    """The rows (one per pair: ``unique_pairs``) with their rule scores, stored round-trip ranks and detected
+    document kind (``doc_kind``)."""
+    rows = unique_pairs(rows)
     repeats = title_repeats(rows)
     kinds = document_kinds(rows)
     rows = [{**r, "doc_kind": kinds[r["file_name"]]} for r in rows]

@@ -220,6 +220,6 @@ def generic_subject(ctx: PairContext) -> list[Signal]:
     return [Signal("grounded", 2, f"a generic subject ('{found.group(0).strip(' ?')}')")] if found else []
 
 
-PROVISION_RULES = (wrong_item, generic_subject, dropped_item_level, rate_as_quantity, past_tense, circular_definition, approval_procedure,
-                   glued_footnote_word, bound_dropped, temperature_as_angle, double_verb)
+PROVISION_RULES = (wrong_item, generic_subject, dropped_item_level, rate_as_quantity, past_tense, circular_definition,
+                   approval_procedure, glued_footnote_word, bound_dropped, temperature_as_angle, double_verb)
 """The rules of this module, in the order their reasons are listed."""
