@@ -302,3 +302,13 @@ def test_limits_stated_as_list_items_are_asked_without_their_labels():
     pairs = made("generate.requirement.limit", v)
     assert any(q.endswith("what limit applies to the pubic symphysis force?")
                and a == "The pubic symphysis force shall not exceed 6,000 N (1,350 pounds)." for q, a in pairs)
+
+
+def test_a_share_names_what_it_is_a_share_of():
+    text = ("# Test weight\n\nS8.1 Test weight. Add solvent in an amount equal to not less than 92 percent and not more than "
+            "94 percent of the fuel tank’s usable capacity stated by the manufacturer.\n\n"
+            "S13.1 Phase-in. Not less than 20 percent of the vehicles shall comply.\n")
+    pairs = made("generate.provision.value", view(text))
+    assert ("What percentage of the fuel tank’s usable capacity does paragraph S8.1 (Test weight) of FMVSS No. 216 "
+            "specify?", "not less than 92 percent and not more than 94 percent") in pairs
+    assert not any("S13.1" in q for q, _ in pairs)  # "20 percent of the vehicles": no subject worth the name

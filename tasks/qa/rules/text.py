@@ -134,7 +134,8 @@ def ocr_pages_as_prose(markdown: str) -> str:
         paragraph: list[str] = []
         for raw in match.group(1).splitlines():
             line = raw[1:].strip()
-            heading = _OCR_HEADING_RE.match(line) and len(line.split()) <= 8 and not (paragraph and paragraph[-1][-1:] not in ".:;")
+            ended = not paragraph or paragraph[-1][-1:] in ".:;"  # a heading stands after a finished sentence
+            heading = _OCR_HEADING_RE.match(line) and len(line.split()) <= 8 and ended
             if not line or heading or _OCR_BULLET_RE.match(line):
                 if paragraph:
                     blocks.append(" ".join(paragraph))
