@@ -142,3 +142,12 @@ def test_generic_subject_and_wrong_item():
              "d) Rotation of up to 20 degrees about the x axis is permitted.")
     assert fires("critic.provision.wrong_item", ctx("What angle does section 2.2.3.1(a) specify?", "up to 20 degrees", items))
     assert not fires("critic.provision.wrong_item", ctx("What angle does section 2.2.3.1(d) specify?", "up to 20 degrees", items))
+
+
+def test_outside_paragraph_reads_the_cited_paragraph_only():
+    chunk = ("# S7 Test conditions\n\nS7.2 Side moving barrier test conditions. (a) The barrier is as in S8.\n(b) Vehicles "
+             "after 2004 use the conditions of S8 of Standard 214. S7.3 Rear moving barrier test conditions. (a) The "
+             "barrier:\n(2) The barrier is traveling at 48 km/h.")
+    assert fires("critic.provision.outside_paragraph", ctx("What speed does paragraph S7.2(b)(2) specify?", "48 km/h", chunk))
+    assert not fires("critic.provision.outside_paragraph", ctx("What speed does paragraph S7.3(a)(2) specify?", "48 km/h", chunk))
+    assert not fires("critic.provision.outside_paragraph", ctx("What speed does paragraph 9.9 specify?", "48 km/h", chunk))

@@ -16,7 +16,8 @@ the definition and the approval procedure, read against the chunk and not agains
 - **temperature as angle**: 'what angle' answered with a value the chunk gives in degrees Celsius;
 - **double verb**: 'What heel has an inclination does ... specify?': a subject that took a clause's verb in;
 - **wrong item**: the value stands under another lettered item of the chunk than the one the question cites;
-- **generic subject**: '... specify for the vehicle?': the subject is the document's generic object, not the value's owner.
+- **generic subject**: '... specify for the vehicle?': the subject is the document's generic object, not the value's owner;
+- **outside paragraph**: the answer's value is not in the text of the paragraph the question cites.
 
 Every rule is registered in ``tasks.qa.registry`` and judged only by document-grouped cross-validation
 (``tasks.qa.calibrate``): a rule whose firings on the training documents are not mostly unusable is not counted.
@@ -220,6 +221,37 @@ def generic_subject(ctx: PairContext) -> list[Signal]:
     return [Signal("grounded", 2, f"a generic subject ('{found.group(0).strip(' ?')}')")] if found else []
 
 
-PROVISION_RULES = (wrong_item, generic_subject, dropped_item_level, rate_as_quantity, past_tense, circular_definition,
-                   approval_procedure, glued_footnote_word, bound_dropped, temperature_as_angle, double_verb)
+_CITED_PARAGRAPH_RE = re.compile(r"\b(?:paragraph|section)\s+(S?\d+(?:\.\d+)*)", re.IGNORECASE)
+_NEXT_PARAGRAPH_RE = re.compile(r"(?:\n|(?<=[.;:]\s))(S?\d+(?:\.\d+)+|S\d+|\d+)\.?\s+[A-Z(]")
+
+
+def _paragraph_text(number: str, markdown: str) -> str | None:
+    """The text of paragraph ``number`` in the chunk: from its number to the next paragraph that is not its own
+    sub-paragraph (None when the chunk does not start it)."""
+    start = re.search(r"(?:^|\n|(?<=[.;:]\s))" + re.escape(number) + r"\.?\s", markdown)
+    if not start:
+        return None
+    for found in _NEXT_PARAGRAPH_RE.finditer(markdown, start.end()):
+        if found.group(1) != number and not found.group(1).startswith(number + "."):
+            return markdown[start.start():found.start()]
+    return markdown[start.start():]
+
+
+@rule("critic.provision.outside_paragraph", "critic", "the numbered paragraph the question cites and the chunk's text of it",
+      "the answer's value is not in that paragraph's text (from its number to the next paragraph that is not its own "
+      "sub-paragraph): the fact belongs to a neighbouring paragraph", "grounded")
+def outside_paragraph(ctx: PairContext) -> list[Signal]:
+    """'What speed does paragraph S7.2(b)(2) specify?' answered with S7.3(a)(2)'s 48 km/h."""
+    cited = _CITED_PARAGRAPH_RE.search(ctx.question)
+    value = _VALUE_RE.search(ctx.answer)
+    if not cited or not value or ("." not in cited.group(1) and not cited.group(1).startswith("S")):
+        return []
+    text = _paragraph_text(cited.group(1), ctx.chunk_markdown)
+    if text is None or _occurrences(value.group(0), text):
+        return []
+    return [Signal("grounded", 2, f"'{value.group(0)}' is not in the text of {cited.group(1)}")]
+
+
+PROVISION_RULES = (wrong_item, outside_paragraph, generic_subject, dropped_item_level, rate_as_quantity, past_tense,
+                   circular_definition, approval_procedure, glued_footnote_word, bound_dropped, temperature_as_angle, double_verb)
 """The rules of this module, in the order their reasons are listed."""
