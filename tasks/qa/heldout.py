@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.qa.calibrate import LABEL_FILES, Labelled, Policy, approve, fit, fit_band_choice, labelled, load_rows, rule_hits
-from tasks.qa.judge import band_decides, pair_bands
+from tasks.qa.judge import band_decides, document_kinds, pair_bands
 
 
 @dataclass
@@ -67,8 +67,10 @@ def held_out_coverage(root: Path, items: Sequence[Labelled]) -> HeldOutCoverage:
             got["with_passed"] += bool(passed.get(chunk.chunk_id))
             got["with_auto"] += bool(auto.get(chunk.chunk_id))
     labelled_docs = {i.doc for i in items}
+    kinds = {names.get(doc, doc): kind for doc, kind in document_kinds(chunks).items()}
     for name, got in out.items():
         got["labelled"] = name in labelled_docs
+        got["kind"] = kinds.get(name, "")
     return HeldOutCoverage(dict(sorted(out.items())), auto_pairs)
 
 
@@ -78,8 +80,8 @@ def render_coverage(got: HeldOutCoverage) -> str:
              f"  {'document':<44} {'kind':>10} {'chunks':>7} {'facts':>6} {'passed':>7} {'auto':>6} {'share':>6} {'pairs':>6}"]
     total = Counter()
     for doc, g in got.by_document.items():
-        kind = next((p["doc_kind"] for p in got.auto_pairs if p["file_name"] == doc), "")
-        total.update({k: v for k, v in g.items() if k != "labelled"})
+        kind = g.get("kind", "")
+        total.update({k: v for k, v in g.items() if k not in ("labelled", "kind")})
         share = f"{g['with_auto'] / g['fact_chunks']:.2f}" if g["fact_chunks"] else "-"
         lines.append(f"  {doc[:44]:<44} {kind:>10} {g['chunks']:>7} {g['fact_chunks']:>6} {g['with_passed']:>7} "
                      f"{g['with_auto']:>6} {share:>6} {g['auto_pairs']:>6}")
