@@ -137,18 +137,23 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 label = number + _push(items, sub) if sub else number
                 units.append(Unit(label, _inherited(titles, number), sub.group("rest") if sub else piece))
             continue
-        sub = _ITEM_RE.match(block)
         if not number or _bare(number) and number not in titles:
             continue
-        if sub:
-            units.append(Unit(number + _push(items, sub), _inherited(titles, number), sub.group("rest"), lead))
+        if _ITEM_RE.match(block):  # "g) The CRS can be placed ... h) After adjustment ...": one item per unit
+            for piece in _ITEM_SPLIT_RE.split(block):
+                sub = _ITEM_RE.match(piece)
+                if sub:
+                    units.append(Unit(number + _push(items, sub), _inherited(titles, number), sub.group("rest"), lead))
         elif not block.startswith(("|", "!", "*")):
-            lead = bool(_LEAD_IN_RE.search(block))
+            lead = bool(_LEAD_IN_RE.search(block)) and not _FAILURE_LEAD_RE.search(block)
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
     return units
 
 
 _LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
+_FAILURE_LEAD_RE = re.compile(r"\b(?:not|fails?|failure)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
+"""A lead-in to failure conditions ("The vehicle would not meet the requirements if any of the following occur:"): its
+items are no requirements to ask for."""
 _ADMINISTRATIVE_RE = re.compile(
     r"transitional provisions|phase-in|penalties|production definitively discontinued|names and addresses|"
     r"conformity of production|modification(?:s)? (?:and|of)|extension of (?:the )?approval|approval mark|communication|"
@@ -241,7 +246,7 @@ _ANY_UNIT = "|".join(pattern for _, pattern in _UNIT_CLASSES)
 _UNIT_ALTERNATIVES = "|".join(f"(?P<{name}>{pattern})" for name, pattern in _UNIT_CLASSES)
 _AMOUNT = r"(?:[±+]\s?)?\d[\d,]*(?:\.\d+)?"
 _QUALIFIER = (r"(?:not (?:be )?(?:[a-z]+ed )?(?:by )?(?:more|less|greater|lower) than|not (?:be )?exceed(?:ing)?|"
-              r"no (?:more|less|greater) than|at (?:least|most)|up to and including|"
+              r"no (?:more|less|greater) than|at (?:least|most)|up to and including|between and including|"
               r"up to|(?:more|less|greater|lower) than|(?:a )?(?:maximum|minimum) of|within|between|from|below|above|"
               r"exceeding|under|over)")
 _VALUE_RE = re.compile(
@@ -290,7 +295,8 @@ _SHARE_OF_RE = re.compile(r"\s+of\s+(?P<np>(?:the|all|its|their)\s+(?:[\w’'\-]
                           r"(?=\s+(?:stated|specified|of|in|on|at|for|by|with|that|which|and|or|as|manufactured|shall|"
                           r"must|is|are|will|may)\b|[,.;)]|$)")
 """What a share is of: "not less than 20 percent of the vehicles manufactured ..." -> "the vehicles"."""
-_DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|above|below)"
+_DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|narrower|"
+                                  r"larger|smaller|above|below)"
                                   r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
 """After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
 _RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")

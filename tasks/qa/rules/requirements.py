@@ -89,6 +89,23 @@ def _subject(sentence: str) -> tuple[str, str] | None:
     return subject, raw  # the clause as the chunk writes it
 
 
+_LATE_SUBJECT_RE = re.compile(r",\s+(?P<subject>(?:the|each|any)\s[^,;:()]{3,110}?)\s(?:shall|must)\s(?!.*,\s+(?:the|each|any)\s"
+                              r"[^,;:()]{3,110}?\s(?:shall|must)\s)")
+
+
+def _late_subject(sentence: str) -> str:
+    """The subject of a requirement that follows its conditions ("Except as provided in S5.1.2, when ... is impacted ...
+    at 24 km/h, the deceleration of the head form shall not exceed 80 g ..." -> "the deceleration of the head form")."""
+    found = _LATE_SUBJECT_RE.search(sentence)
+    if not found:
+        return ""
+    subject = _MODIFIER_RE.sub("", found.group("subject").strip())
+    words = subject.lower().split()
+    if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or _VAGUE_WORDS & set(words) or re.search(r"\d", subject):
+        return ""
+    return subject if _UNIT_VALUE_RE.search(sentence[found.end():]) else ""
+
+
 def _paragraph_number(markdown: str, sentence: str) -> str:
     """The number of the numbered paragraph holding ``sentence`` ("S5.1", "5.2.3"), or ''."""
     for paragraph in paragraphs(markdown):
@@ -116,13 +133,14 @@ def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
             continue
         condition, main = _condition(sentence)
         found = _subject(main)
-        if found is None:
+        late = _late_subject(sentence) if found is None else ""
+        if found is None and not late:
             continue
-        subject, clause = found
+        subject, clause = found or (late, sentence)  # a late subject is answered with its conditions: the whole sentence
         place = _place(view, _paragraph_number(view.markdown, sentence))
         phrase = clean_name(_lower_first(subject, view.markdown))
-        question = f"According to {place}, what limit applies to {phrase}{' ' + condition if condition else ''}?"
-        answer = sentence if condition else clause
+        question = f"According to {place}, what limit applies to {phrase}{' ' + condition if condition and not late else ''}?"
+        answer = sentence if condition or late else clause
         if not _GARBLED_RE.search(answer):  # "20 + 5 °C" (± read as +), "kN/mP2P", "vehicles10": not grounded as written
             yield Candidate(question[:1].upper() + question[1:], answer, "numeric", "text")
 

@@ -28,7 +28,7 @@ _SUBJECT_VERBS = ("shall|must|is|are|was|were|will|may|should|can|has|have|moves
                   "exceeds?|remains?|weighs?|measures?|applies|applied|positioned|placed|located|mounted|set|loaded|"
                   "rotated|tilted|raised|lowered|inclined|moved|propelled|accelerated|held|caps")
 _NP_STOP = (r"of|in|on|at|to|by|for|with|and|or|from|which|that|not|be|relative|when|during|as|than|under|without|"
-            r"between|along|while|if|so|specified|described|shown|defined|given|listed|used|made|equipped|attached|"
+            r"between|along|while|if|so|specified|described|shown|defined|given|listed|used|made|equipped|attached|required|"
             rf"inflated|{_SUBJECT_VERBS}")
 _INITIAL_SUBJECT_RE = re.compile(
     rf"\s*(?:\d{{1,2}}[.)]\s+|\([a-z0-9]{{1,3}}\)\s+)?(?P<det>[Tt]he|[Ee]ach|[Aa]ny|[Aa]ll|[Tt]his)\s+"
@@ -132,21 +132,28 @@ _HEAD_KINDS = {
 _QUANTITY_HEAD_RE = re.compile(rf"\b(?:{_NOUN_HEADS}|ratio|percentage|share|frequency|number|count)s?$")
 
 
-def question_for(noun: str, kind: str, reference: str, subject: str) -> str:
-    """The value question; '' when neither a specific quantity noun nor the value's subject names what it is of.
+_VAGUE_SUBJECTS = frozenset("vehicle test sample samples data event events system device value values result results procedure "
+                            "measurement measurements specimen specimens it one".split())
+"""Subjects too vague to say what a value is of ("What time does 2.3 specify for the vehicle?")."""
 
-    A subject that is itself a quantity ("the yaw angle of the vehicle") is asked for ("What is the yaw angle of the
-    vehicle according to ...?"); another subject is what the quantity is specified for ("What rate does S7.5 specify
-    for the test device?")."""
+
+def question_for(noun: str, kind: str, reference: str, subject: str) -> str:
+    """The value question; '' when the value's owner is not named.
+
+    A subject that is itself a quantity of two words or more ("the yaw angle of the vehicle") is asked for ("What is the
+    yaw angle of the vehicle according to ...?"); another subject is what the quantity is specified for ("What rate does
+    S7.5 specify for the test device?"); a quantity noun that carries its owner ("percentage of the fuel tank's usable
+    capacity") stands alone. A bare quantity ("What angle ...", "What edge radius ...", "What maximum length ...") is
+    not asked: what it is of is not said."""
     quantity = noun or {"share": "percentage", "moment": "moment", "distance": "distance"}.get(kind, kind)
     head = subject.split(" of ")[0]
     if subject and _QUANTITY_HEAD_RE.search(head):
         said = _HEAD_KINDS.get(head.split()[-1].lower().rstrip("s"), kind)
-        return f"What is {subject} according to {reference}?" if kind in said.split("|") else ""
-    if subject and subject.split()[-1].lower() not in quantity.lower().split():
+        named = len(subject.split()) >= 3  # "the roll angle", not "the force"
+        return f"What is {subject} according to {reference}?" if named and kind in said.split("|") else ""
+    vague = not subject or len(subject.split()) == 2 and subject.split()[-1].lower() in _VAGUE_SUBJECTS  # "the vehicle"
+    if not vague and subject.split()[-1].lower() not in quantity.lower().split():
         return f"What {quantity} does {reference} specify for {subject}?"
-    if not noun or noun.lower() in _GENERIC_NOUNS:
-        return ""  # "What angle does section 3 specify?": the value's subject is not named, so no question
-    return f"What {quantity} does {reference} specify?"
-
-
+    if " of " in noun and not subject:
+        return f"What {quantity} does {reference} specify?"
+    return ""
