@@ -339,3 +339,26 @@ def test_a_limit_whose_subject_follows_its_conditions_is_asked_with_the_whole_se
                 "the head form shall not exceed 80 g continuously for more than 3 milliseconds.")
     assert made("generate.requirement.limit", view(f"# S5.1\n\nS5.1 Instrument panels. {sentence}\n")) == [
         ("According to paragraph S5.1 of FMVSS No. 216, what limit applies to the deceleration of the head form?", sentence)]
+
+
+def test_lost_or_misread_tolerances_glued_footnotes_and_lead_ins_are_not_asked():
+    text = ("# Tests\n\n7.5.3. Two samples of the belt assembly shall be placed in a cabinet at -10° + 1 °C for two hours.\n\n"
+            "3.1. The CRF base shall have a pitch angle of 15°  10°, above the horizontal plane.\n\n"
+            "6.2.5. Retractors. Retractors shall fulfil the requirements specified below.\n\n"
+            "8.4. Reminder. Where the manufacturer provides a reminder system on another seat, the system may be approved "
+            "according to this Regulation11.\n")
+    pairs = [p for name in ("generate.provision.value", "generate.provision.requirement", "generate.provision.conditional")
+             for p in made(name, view(text, R95))]
+    assert not any("+ 1" in a or a == "15°" or "Regulation11" in q for q, a in pairs)
+    assert not any("6.2.5" in q for q, _ in pairs)  # "the requirements specified below": a lead-in
+
+
+def test_a_subject_without_determiner_opens_its_clause():
+    text = ("# Impact speed and overlap\n\nOffset barrier crash tests are conducted at 64.4 ± 1 km/h.\n\n"
+            "Impact speed shall be 50 km/h for the sled.\n\nIt is made of steel with a total mass of 145,150 kg.\n")
+    handle = Handle(title="Moderate Overlap Protocol", kind="document", section="Impact speed and overlap")
+    pairs = made("generate.provision.value", view(text, handle))
+    assert ('What speed does the "Impact speed and overlap" section of the "Moderate Overlap Protocol" document specify '
+            'for offset barrier crash tests?', "64.4 ± 1 km/h") in pairs
+    assert any(q.startswith("What is the impact speed according to") and a == "50 km/h" for q, a in pairs)
+    assert not any("145,150" in a for _, a in pairs)  # "It is made of ...": a pronoun owns nothing we can name

@@ -185,6 +185,10 @@ def test_the_offline_critic_counts_the_structure_rules_of_the_policy():
 def test_handle_rules_by_name():
     assert RULES["generate.handle.doubled"].check("Roof Strength Roof Strength") == "Roof Strength"
     assert RULES["generate.handle.placeholder"].check("Agreement")
+    # a table's header row read as the title is no name; a title with commas is
+    assert RULES["generate.handle.placeholder"].check("할인점·주유·온라인쇼핑몰 1.5% 빅포인트 적립 커피전문점·제과점·편의점")
+    assert not RULES["generate.handle.placeholder"].check("Safety, Comfort, Cost, and Weight Trade-offs")
+    assert not RULES["generate.handle.placeholder"].check("기후위기 대응을 위한 탄소중립·녹색성장 기본법 일부개정법률안")
     assert RULES["generate.handle.placeholder"].check("E/ECE/324/Add")
     assert not RULES["generate.handle.placeholder"].check("Roof Strength Test Protocol")
     heads = RULES["generate.handle.running_head"].check([("Nat’l Highway Traffic Safety Admin., DOT § 571.201", 0),

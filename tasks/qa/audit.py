@@ -295,7 +295,8 @@ class QaAudit(BaseModel):
                       ["document", "chunks", "fact chunks", "with a pair", "share with a pair", "pairs per fact chunk",
                        "with an approved pair", "share approved", "approved pairs per fact chunk"], rows,
                       notes=["A fact chunk holds a value with its unit, a table row, a requirement, a definition, a cause or "
-                             "a decision, and is no reference list or contents page."])
+                             "a decision in a table row or a clean prose line (not a formula, a figure's labels or OCR "
+                             "debris), and is no reference list or contents page."])
 
     def _lead(self) -> str:
         judged = (f"the critic judged {self.judged}, {_share(self.usable_share)} of them usable" if self.judged

@@ -181,7 +181,8 @@ def chunk_handle(chunk: ChunkRow, document: rules.Handle | None, carried: str = 
     heading = handles.clean_name(rules.strip_numbering(carried if carried and is_caption(heading) else heading))
     file_name = Path(chunk.source_path).name
     truncated = heading.endswith(("…", "..."))  # a heading cut by the chunker is no name ("... Applicable unless a vehicle is…")
-    usable = rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading) and not truncated
+    usable = (rules.real_title(heading, file_name) and not rules.is_skipped_heading(heading) and not truncated
+              and not handles.table_header(heading))
     section = heading if usable and not handles.is_running_head(heading, set(base.running_heads)) else ""
     kind = "slide" if chunk.slide is not None else "section"
     title = base.title

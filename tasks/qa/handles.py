@@ -45,12 +45,22 @@ _PLACEHOLDER_WORDS = frozenset("agreement document report presentation untitled 
                                "template annex appendix 책갈피 제목 목차 문서".split())
 
 
+_LISTED_RE = re.compile(r"\d(?:[.,]\d+)?\s?%|(?:[^·]+·){3,}")
+"""A percentage, or four or more items separated by "·": a table's header row read as a title."""
+
+
+def table_header(title: str) -> bool:
+    """True when a title or heading is a table's header row (``_LISTED_RE``), not a name."""
+    return bool(_LISTED_RE.search(title))
+
+
 @rule("generate.handle.placeholder", "generate", "a candidate document title",
-      "one word without digits, a known placeholder, or a document symbol without lower-case words (E/ECE/324/Add)")
+      "one word without digits, a known placeholder, a document symbol without lower-case words (E/ECE/324/Add), or "
+      "a table header row (a percentage, four or more items listed with '·': '할인점·주유·온라인쇼핑몰 1.5% 빅포인트 적립 ...')")
 def placeholder(title: str) -> bool:
-    """True when the title names no document: a placeholder word, one bare word, or a filing symbol."""
+    """True when the title names no document: a placeholder word, one bare word, a filing symbol or a table's header."""
     words = re.findall(r"[^\W_]+", title)
-    if not words or _norm(title) in _PLACEHOLDER_WORDS:
+    if not words or _norm(title) in _PLACEHOLDER_WORDS or table_header(title):
         return True
     if len(words) == 1 and not re.search(r"\d", title) and not title.isupper():
         return True

@@ -284,9 +284,10 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b")
-"""An extraction artefact in an answer: "20 + 5 °C" (± read as +), "kN/mP2P" (a superscript), "vehicles10" (a footnote
-mark glued to a word)."""
+_GARBLED_RE = re.compile(r"\d\s?°?\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
+                         r"|\d\s?°\s{2,}\d")
+"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C" (± read as +), "15°  10°" (the ± lost), "kN/mP2P" (a
+superscript), "vehicles10", "Regulation11" (a footnote mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 
@@ -295,6 +296,10 @@ _SHARE_OF_RE = re.compile(r"\s+of\s+(?P<np>(?:the|all|its|their)\s+(?:[\w’'\-]
                           r"(?=\s+(?:stated|specified|of|in|on|at|for|by|with|that|which|and|or|as|manufactured|shall|"
                           r"must|is|are|will|may)\b|[,.;)]|$)")
 """What a share is of: "not less than 20 percent of the vehicles manufactured ..." -> "the vehicles"."""
+_SHARE_BASE_RE = re.compile(r"(?:capacit(?:y|ies)|weight|mass|volume|length|width|height|load|force|speed|energy|"
+                            r"stroke|displacement|pressure|value|score|points|production)$")
+"""What a share can be a share of: a quantity ("92 percent of the fuel tank's usable capacity"), not a thing ("110% of
+the typically equipped model")."""
 _DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|narrower|"
                                   r"larger|smaller|above|below)"
                                   r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
@@ -319,12 +324,13 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
         before = text[max(0, match.start() - 80):match.start()]
         negated = bool(_NEGATION_RE.search(before)) and "not" not in (match.group("qualifier") or "")
         negated = negated or bool(_RESPECTIVELY_RE.match(text[match.end():]))  # "at 25 and -5 degrees, respectively"
+        negated = negated or bool(re.match(r"\s{2,}[\d±]|\s?\+\s?\d", text[match.end():]))  # "15°  10°": its ± was lost
         askable = not (_not_a_value(match, text) or garbled(span) or negated or span.startswith("not be "))
         noun = _NOUN_RE.search(before)
         after = _NOUN_AFTER_RE.match(text[match.end():])  # "with a 70 percent overlap": the noun follows its value
         noun_text = after.group(1) if after else noun.group("noun") if noun else ""
         share_of = _SHARE_OF_RE.match(text[match.end():]) if _kind(match) == "share" else None
-        if share_of and len(share_of.group("np").split()) >= 3:  # "92 percent of the fuel tank's usable capacity"
+        if share_of and len(share_of.group("np").split()) >= 3 and _SHARE_BASE_RE.search(share_of.group("np")):
             noun_text = f"percentage of {share_of.group('np')}"  # ("20 percent of the vehicles" names no subject)
         askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
         subject = value_subject(text[:match.start()])
@@ -405,7 +411,7 @@ def requirement_candidates(view: ChunkView) -> Iterator[Candidate]:
 
 
 _DEFINITIONS_RE = re.compile(r"\bdefinitions?\b", re.IGNORECASE)
-_LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows)\b|:$")
+_LEAD_IN_SENTENCE_RE = re.compile(r"\b(?:the following|as follows|(?:specified|described|set out|listed|prescribed) below)\b|:$")
 
 
 def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
@@ -530,7 +536,7 @@ def conditional_candidates(view: ChunkView) -> Iterator[Candidate]:
         for sentence in sentences(text) if text is view.markdown else re.split(r"(?<=\.)\s+(?=[A-Z])", text):
             made = _conditional_question(sentence.strip(), place, view.markdown)
             answer = _verbatim(made[1], view.markdown) if made else ""
-            if made and answer and not garbled(answer):
+            if made and answer and not garbled(answer) and not garbled(made[0]):
                 yield Candidate(made[0], answer, "factual", "text")  # the answer is a condition clause, not a sentence
 
 

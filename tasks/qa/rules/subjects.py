@@ -29,6 +29,7 @@ _SUBJECT_VERBS = ("shall|must|is|are|was|were|will|may|should|can|has|have|moves
                   "rotated|tilted|raised|lowered|inclined|moved|propelled|accelerated|held|caps")
 _NP_STOP = (r"of|in|on|at|to|by|for|with|and|or|from|which|that|not|be|relative|when|during|as|than|under|without|"
             r"between|along|while|if|so|specified|described|shown|defined|given|listed|used|made|equipped|attached|required|"
+            r"do|does|did|could|would|might|"
             rf"inflated|{_SUBJECT_VERBS}")
 _INITIAL_SUBJECT_RE = re.compile(
     rf"\s*(?:\d{{1,2}}[.)]\s+|\([a-z0-9]{{1,3}}\)\s+)?(?P<det>[Tt]he|[Ee]ach|[Aa]ny|[Aa]ll|[Tt]his)\s+"
@@ -37,6 +38,13 @@ _INITIAL_SUBJECT_RE = re.compile(
     rf"(?!(?:{_NP_STOP})\b)[A-Za-z][\w\-’']*))?(?=[\s,])(?=.*\b(?:{_SUBJECT_VERBS})\b)", re.DOTALL)
 """A clause that opens with its subject (a determiner and up to five words, "of the" and up to three more) and has a
 verb after it."""
+_BARE_SUBJECT_RE = re.compile(
+    r"\s*(?P<np>[A-Z][\w\-]*(?:\s+(?!(?:shall|must|is|are|was|were|will|may|should|of|in|on|at|to|by|for|with|and|or)\b)"
+    r"[a-z][\w\-]*){0,4})\s+(?=(?:shall|must|is|are|was|were|will|may|should)\b)")
+"""A clause that opens with a subject without determiner ("Offset barrier crash tests are ...", "Tyres shall be ...")."""
+_DETERMINERS = frozenset("the each any all this".split())
+_PRONOUNS = frozenset("one two three four five six seven eight ten several some many most both "
+                      "it its they this that these those there he she we one which who".split())
 _NOT_A_SUBJECT = frozenset("following value values figure table paragraph section annex standard regulation "
                            "requirements requirement procedure same above below other".split())
 
@@ -52,7 +60,12 @@ def value_subject(before: str) -> str:
     clause = before[starts[-1] if starts else 0:]
     found = _INITIAL_SUBJECT_RE.match(clause)  # the clause's own subject ("The yaw angle of the vehicle ... is"); a noun
     if not found:  # phrase further in ("... on which the lumbar spine attaches is 23 degrees") is no owner of the value
-        return ""
+        bare = _BARE_SUBJECT_RE.match(clause)  # "Offset barrier crash tests are conducted at 64.4 km/h"
+        words = bare.group("np").split() if bare else []
+        if not bare or words[0].lower() in _NOT_A_SUBJECT | _PRONOUNS or len(words) < 2:
+            return ""
+        first = words[0] if words[0][1:2].isupper() else words[0].lower()  # "ISOFIX anchorages" keeps its capitals
+        return _predicated(" ".join([first, *words[1:]]), clause[bare.end("np"):])
     words = found.group("np").lower().split()
     if len(words) > 1 and _VERB_AFTER_NP_RE.match(clause[found.end():]) and re.fullmatch(r"[a-z]+[^s]s", words[-1]):
         return _shortened(found, clause)  # "the lumbar spine attaches to ...": the last word is the verb
@@ -149,9 +162,11 @@ def question_for(noun: str, kind: str, reference: str, subject: str) -> str:
     head = subject.split(" of ")[0]
     if subject and _QUANTITY_HEAD_RE.search(head):
         said = _HEAD_KINDS.get(head.split()[-1].lower().rstrip("s"), kind)
-        named = len(subject.split()) >= 3  # "the roll angle", not "the force"
-        return f"What is {subject} according to {reference}?" if named and kind in said.split("|") else ""
-    vague = not subject or len(subject.split()) == 2 and subject.split()[-1].lower() in _VAGUE_SUBJECTS  # "the vehicle"
+        named = len([w for w in subject.split() if w.lower() not in _DETERMINERS]) >= 2  # "the roll angle", not "the force"
+        the = "" if subject.split()[0].lower() in _DETERMINERS else "the "  # "Impact speed shall be ..." -> "the impact speed"
+        return f"What is {the}{subject} according to {reference}?" if named and kind in said.split("|") else ""
+    own = [w for w in subject.split() if w.lower() not in _DETERMINERS]
+    vague = not own or len(own) == 1 and own[-1].lower() in _VAGUE_SUBJECTS  # "the vehicle"
     if not vague and subject.split()[-1].lower() not in quantity.lower().split():
         return f"What {quantity} does {reference} specify for {subject}?"
     if " of " in noun and not subject:
