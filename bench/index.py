@@ -4,7 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/index.py            # 150 real-text chunks built 3 times; 100,000 synthetic chunks queried
     .venv/bin/python bench/index.py --quick    # 48 chunks, 1 build; 20,000 synthetic chunks, 50 queries
-    .venv/bin/python bench/index.py --only-ask --ask-root /tmp/ask-root   # the ask part; the root kept for reruns
+    .venv/bin/python bench/index.py --only-ask   # the ask part; its root kept under bench/results for reruns
 
 Two parts, both ratios measured in the same run (seconds only as context):
 
@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import DEFAULT_CORPUS, REPO_ROOT, put_on_path, read_corpus, result_header, results_json, write_result
+from bench_common import BENCH_DIR, DEFAULT_CORPUS, REPO_ROOT, put_on_path, read_corpus, result_header, results_json, write_result
 
 put_on_path(REPO_ROOT)
 from ask_latency import bench_ask, print_ask  # noqa: E402  (bench/ask_latency.py: the ask part)
@@ -335,7 +335,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ask-questions", type=int, default=20, help="questions timed warm (and bare ranking)")
     parser.add_argument("--ask-cold", type=int, default=3, help="cold `ragprep ask` processes timed")
     parser.add_argument("--ask-root", type=Path, default=None, help="keep the ask part's root here (reused when it "
-                        "holds an index of the same chunks; default: a temporary folder)")
+                        "holds an index of as many chunks; default: bench/results/ask-root-<chunks>, which git ignores; "
+                        "'-' for a temporary folder)")
+    parser.add_argument("--ask-windows", choices=("all", "reached"), default="all",
+                        help="reading windows of the ask part's index: all (what `ragprep index` embeds) or only those "
+                        "its questions reach, embedded by an untimed ask each (a shorter build on a busy machine)")
     parser.add_argument("--skip-ask", action="store_true", help="no ask part")
     parser.add_argument("--only-ask", action="store_true", help="only the ask part")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
@@ -403,16 +407,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_ask_part(args, sources, log) -> dict:
-    """bench/ask_latency.py over ``--ask-chunks`` real-text chunks (in ``--ask-root`` or a temporary root)."""
+    """bench/ask_latency.py over ``--ask-chunks`` real-text chunks (in ``--ask-root``, by default a kept root under
+    bench/results, since embedding 1,000 chunks and their reading windows takes long on two shared cores)."""
     texts = chunk_texts(sources, args.ask_chunks, random.Random(args.seed))
-    if args.ask_root is not None:
+    if args.ask_root is None:
+        args.ask_root = BENCH_DIR / "results" / f"ask-root-{args.ask_chunks}"
+    if str(args.ask_root) != "-":
         return bench_ask(args, texts, log)
     with tempfile.TemporaryDirectory(prefix="bench-ask-") as tmp:
         args.ask_root = Path(tmp) / "root"
         try:
             return bench_ask(args, texts, log)
         finally:
-            args.ask_root = None
+            args.ask_root = Path("-")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from prefect import flow
@@ -63,7 +64,7 @@ def export_training_flow(root: str | None = None, version: str | None = None, ou
 
 @flow(name="train")
 def train_flow(target: Literal["retriever", "reranker"] = "retriever", root: str | None = None, version: str | None = None,
-               steps: int | None = None, backend: str | None = None) -> TrainReport:
+               steps: int | None = None, backend: str | None = None, judge_queries: str | None = None) -> TrainReport:
     """Train on a dataset version's training exports (written first when missing) and save the model with its card.
 
     Args:
@@ -73,5 +74,11 @@ def train_flow(target: Literal["retriever", "reranker"] = "retriever", root: str
         steps: Optimisation steps; default train.adapter_steps / train.reranker_steps / train.st_steps.
         backend: retriever: adapter (default) or sentence-transformers; reranker: linear (default) or cross-encoder.
             The sentence-transformers backends need the [train] extra.
+        judge_queries: retriever adapter: a hand-written query file to judge it on before publishing (default
+            train.adapter_judge_queries).
     """
-    return run_train_stage(deployment_settings(root), target, version, steps, backend)
+    settings = deployment_settings(root)
+    if judge_queries:
+        settings = settings.model_copy(update={"train": settings.train.model_copy(
+            update={"adapter_judge_queries": Path(judge_queries)})})
+    return run_train_stage(settings, target, version, steps, backend)

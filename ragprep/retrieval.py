@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,14 +117,38 @@ STOPWORDS = frozenset(
 """Question words that carry no content for the sentence match."""
 
 
+_TABLE_ROW_RE = re.compile(r"^\s*\|")
+_TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}")
+
+
+def match_pieces(text: str) -> Iterator[str]:
+    """What ``sentence_match`` reads one at a time: sentences and lines, and each Markdown table row together with its
+    table's header row (a row's cells are values; what they are is named in the header)."""
+    lines = text.split("\n")
+    header = ""
+    for n, line in enumerate(lines):
+        if _TABLE_ROW_RE.match(line):
+            if _TABLE_RULE_RE.match(line):
+                continue
+            if n + 1 < len(lines) and _TABLE_RULE_RE.match(lines[n + 1]):
+                header = line
+                yield line
+            else:
+                yield f"{line} {header}"
+            continue
+        header = ""
+        yield from (piece for piece in _SENTENCE_SPLIT.split(line) if piece.strip())
+
+
 def sentence_match(query: str, text: str, idf: Callable[[str], float]) -> float:
-    """Share of the question's content-token weight (``idf``) that the best sentence, line or table row of ``text`` holds."""
+    """Share of the question's content-token weight (``idf``) that the best sentence, line or table row (read with
+    its header row, ``match_pieces``) of ``text`` holds."""
     wanted = [t for t in dict.fromkeys(tokens(query)) if t not in STOPWORDS]
     total = sum(idf(t) for t in wanted)
     if not total:
         return 0.0
     best = 0.0
-    for piece in _SENTENCE_SPLIT.split(text):
+    for piece in match_pieces(text):
         have = set(tokens(piece))
         best = max(best, sum(idf(t) for t in wanted if t in have) / total)
     return best

@@ -348,11 +348,16 @@ class IndexSettings(BaseModel):
                        "1 / (rrf_k + dense rank) + bm25_weight / (rrf_k + BM25 rank).")
     bm25_weight: float = Field(1.5, ge=0, description="Weight of the BM25 ranking in the hybrid fusion (dense weight 1), "
                                "English (non-Korean) queries (1.5: chosen on tests/data/queries.jsonl, see README).")
-    rrf_k_ko: int = Field(60, ge=1, description="Reciprocal-rank fusion constant for Korean queries (a quarter of the letters Hangul).")
-    bm25_weight_ko: float = Field(1.5, ge=0, description="Weight of the BM25 ranking in the hybrid fusion for Korean queries.")
+    rrf_k_ko: int = Field(5, ge=1, description="Reciprocal-rank fusion constant for Korean queries (a quarter of the letters "
+                          "Hangul; 5: chosen on the 40 Korean questions of tests/data/queries.jsonl, see README).")
+    bm25_weight_ko: float = Field(2.0, ge=0, description="Weight of the BM25 ranking in the hybrid fusion for Korean queries "
+                                  "(the small multilingual embedder ranks Korean passages worse than BM25 does).")
     sentence_weight: float = Field(0.25, ge=0, description="Hybrid: the fused top 20 re-ordered by fused score / best + this x "
                                    "the share of the question's rare words held by the passage's best sentence (0: off).")
     rrf_depth: int = Field(100, ge=1, description="Hybrid: candidates taken from each of the dense and BM25 rankings before fusion.")
+    expand_chars: int = Field(1500, ge=0, description="Small-to-big: `search` shows each hit's passage joined with its neighbours "
+                              "in reading order in its document, across chunks (next, then previous) while the text "
+                              "stays within this many characters (0: off).")
     mode: Literal["dense", "bm25", "hybrid"] = Field("hybrid", description="Default retrieval mode of `ragprep search`.")
     variant: Literal["v1", "v0"] = Field(
         "v1", description="Text embedded by default: v1 = markdown_v1 (report header + text), v0 = markdown_v0 (no header)."
@@ -388,6 +393,16 @@ class TrainSettings(BaseModel):
         0.25, ge=0, lt=1, description="Query adapter: this share of the documents (by hash; at least one, never all) is held "
         "out: the adapter never trains on their questions, its step is chosen on them (the identity included), and it is "
         "published only when it beats the vanilla embedder there."
+    )
+    adapter_min_judge_questions: int = Field(
+        20, ge=1, description="Query adapter: it is judged (step and publish) on the held-out documents' questions that are "
+        "not template-shaped (naming their document, standard or title, or quoting a name; tasks/train/judge.py); with "
+        "fewer than this many of them, and no adapter_judge_queries, it is not published."
+    )
+    adapter_judge_queries: Path | None = Field(
+        None, description="Query adapter: a hand-written query file (the format of `ragprep evaluate --queries`) to judge it "
+        "on instead, over the built search index: published only when its answer-in-hit MRR@10 beats the vanilla "
+        "embedder's (`ragprep train retriever --judge-queries FILE`)."
     )
     reranker_steps: int = Field(500, ge=1, description="Linear re-ranker: gradient steps of the logistic regression.")
     st_model: str = Field(

@@ -106,3 +106,28 @@ def test_openmp_waits_passively_unless_told(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     prepare_openmp()
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_progress_says_how_many_texts_are_to_be_embedded_before_the_first_batch(tmp_path):
+    """A pipe sees a line as embedding starts (``0/N``), then one per batch, and nothing when every text is cached."""
+    from ragprep.engines.embedders import PROGRESS_BATCH, CachedEmbedder, PassageCache
+
+    class Counting:
+        name, dim = "counting", 4
+
+        def passages(self, texts):
+            return np.ones((len(texts), self.dim), np.float32) / 2
+
+        def queries(self, texts):
+            return self.passages(texts)
+
+    cached = CachedEmbedder(Counting(), PassageCache(tmp_path / "vectors.npz"))
+    texts = [f"text {i}" for i in range(PROGRESS_BATCH * 2 + 3)]
+    ticks: list[tuple[int, int]] = []
+    cached.passages(texts[:1])  # one already in the cache: not counted as to be embedded
+    cached.passages(texts, lambda done, total: ticks.append((done, total)))
+    n = len(texts) - 1
+    assert ticks == [(0, n), (PROGRESS_BATCH, n), (2 * PROGRESS_BATCH, n), (n, n)]
+    ticks.clear()
+    cached.passages(texts, lambda done, total: ticks.append((done, total)))
+    assert ticks == []

@@ -95,7 +95,7 @@ def test_negatives_embeds_new_quote_texts_on_a_process_pool(tmp_path):
     ticks = []
     pooled = make_embedder(spec, settings, tmp_path / "pooled")
     assert embed_on_pool(pool, pooled, texts, lambda done, total: ticks.append((done, total))) == 20
-    assert ticks == [(8, 20), (16, 20), (20, 20)] and pooled.counts.embedded == 20
+    assert ticks == [(0, 20), (8, 20), (16, 20), (20, 20)] and pooled.counts.embedded == 20
     at_home = make_embedder(spec, settings, tmp_path / "home")
     assert np.array_equal(pooled.passages(texts), at_home.passages(texts))
     assert pooled.counts.embedded == 20 and pooled.counts.reused == 20  # all from the cache the workers filled

@@ -152,14 +152,20 @@ def test_train_retriever_and_reranker_save_models_with_cards(version_root, tmp_p
     assert card["counts"]["train_questions"] > 0 and "fit_mrr_10_at_kept_step" in card["metrics"]
     # the step is chosen on the questions of held-out documents, which the adapter never trained on
     assert card["counts"]["selection_questions"] > 0 and card["held_out_documents"]
-    metrics = card["metrics"]
-    published = metrics["selection_mrr_10_at_kept_step"] > metrics["selection_mrr_10_before"]
+    metrics, counts = card["metrics"], card["counts"]
+    # judged only on held-out questions that are not template-shaped, and only when there are enough of them
+    enough = counts["held_out_not_template_shaped"] >= settings.train.adapter_min_judge_questions
+    assert counts["selection_questions"] == (counts["held_out_not_template_shaped"] if enough else counts["held_out_questions"])
+    published = enough and metrics["selection_mrr_10_at_kept_step"] > metrics["selection_mrr_10_before"]
     assert card["published"] is published is report.published
     latest = latest_model(Layout(settings.root), ADAPTER)
     assert (latest is not None and latest.model_id == report.model_id) is published
     verdict = card["notes"][0]
     assert verdict.startswith("published" if published else "NOT PUBLISHED")
     assert f"trained {metrics['selection_mrr_10_at_kept_step']:.3f} vs vanilla {metrics['selection_mrr_10_before']:.3f}" in verdict
+    if not enough:
+        assert f"only {counts['held_out_not_template_shaped']} of the {counts['held_out_questions']}" in verdict
+        assert "--judge-queries" in verdict
     assert np.load(stored.path / "adapter.npy").shape == (embedder.dim, embedder.dim)
     assert (settings.root / "exports" / "training" / report.version_id / "card.json").exists()  # exported on the way
     again = run_train(settings, "retriever", steps=40)
@@ -168,6 +174,58 @@ def test_train_retriever_and_reranker_save_models_with_cards(version_root, tmp_p
     linear = latest_model(Layout(settings.root), LINEAR_RERANKER)
     assert (linear is not None and linear.model_id == rerank.model_id) is rerank.published
     assert set(rerank.card["metrics"]) >= {"train_gold_first", "train_gold_first_cosine"}
+
+
+def test_template_shaped_questions_name_their_document_standard_title_or_quote_a_name():
+    from tasks.dataset.snapshot import ChunkRecord
+    from tasks.train.judge import template_shaped
+
+    def chunk(path, title):
+        return ChunkRecord("c", "d", path, title, "train", "pdf", "", "")
+
+    fmvss = chunk("/c/pdf_auto_fmvss301_fuel_integrity.pdf", "§ 571.301 Standard No. 301")
+    assert template_shaped('According to the "DOT § 571.301" document, what does fuel spillage mean?', fmvss)
+    assert template_shaped("What does FMVSS 301 require after the rear impact?", fmvss) == "names its standard"
+    assert template_shaped("How much fuel may spill after a barrier crash?", fmvss) == ""
+    deck = chunk("/s/crash_report_side_pole.pptx", "Test Setup")
+    assert template_shaped("Which dummy sits in the side pole crash report?", deck) == "names its file"
+    assert template_shaped("What does the test setup slide list?", deck) == "names its title"
+    ko = chunk("/c/pdf_ko_assembly_review_report.pdf", "검토보고")
+    assert template_shaped("'기후위기 대응 법률안' 문서의 '2기 탄중위' 표에서 직능별 현황은?", ko) == "quotes a name"
+    assert template_shaped("지방위원회 위원 위촉 시 누구의 추천을 받도록 했나요?", ko) == ""
+
+
+def test_the_verdict_refuses_an_adapter_judged_only_on_template_shaped_questions():
+    from tasks.train.judge import QueryFileJudgement
+    from tasks.train.run import _verdict
+
+    class Select:
+        lines = [{}] * 43
+
+    first, kept = {"val_mrr_10": 0.492}, {"val_mrr_10": 0.625}
+    published, note = _verdict(Select(), "43 questions of 5 held-out documents", first, kept, None, (4, 43), 20)
+    assert not published and note.startswith("NOT PUBLISHED: only 4 of the 43 held-out questions are not template-shaped")
+    assert "trained 0.625 vs vanilla 0.492" in note and "--judge-queries" in note
+    assert _verdict(Select(), "30 not template-shaped questions", first, kept, None, None, 20)[0]  # enough: judged there
+    worse = QueryFileJudgement("tests/data/queries.jsonl", 115, vanilla_mrr_10=0.86, trained_mrr_10=0.81)
+    published, note = _verdict(Select(), "", first, kept, worse, None, 20)  # the query file overrules the held-out figure
+    assert not published and "trained 0.810 vs vanilla 0.860 on 115 questions of queries.jsonl" in note
+    better = QueryFileJudgement("q.jsonl", 10, vanilla_mrr_10=0.5, trained_mrr_10=0.6)
+    assert _verdict(Select(), "", first, {"val_mrr_10": 0.1}, better, (0, 43), 20) == (
+        True, "published (LATEST): answer-in-hit MRR@10 trained 0.600 vs vanilla 0.500 on 10 questions of q.jsonl")
+
+
+def test_judge_queries_need_the_search_index(version_root, tmp_path, monkeypatch):
+    from tasks.train.run import TrainError, run_train
+
+    use_hashing_embedder(monkeypatch)
+    settings = private_copy(version_root, tmp_path)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "question": "Which dummy?", "lang": "en", "family": "decks",
+                                   "document": "crash_report_side_pole.pptx", "answer_keys": ["WorldSID"]}) + "\n")
+    settings = settings.model_copy(update={"train": settings.train.model_copy(update={"adapter_judge_queries": queries})})
+    with pytest.raises(TrainError, match=r"adapter_judge_queries .*q\.jsonl.* scored over the search index: .*ragprep index"):
+        run_train(settings, "retriever", steps=5)
 
 
 def test_unknown_backend_and_missing_extra_are_clear(version_root, tmp_path, monkeypatch):

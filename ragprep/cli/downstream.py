@@ -196,12 +196,14 @@ def export_train_command(
 StepsOption = Annotated[Optional[int], typer.Option("--steps", min=1, help="Optimisation steps (default from settings.train).")]
 
 
-def _train(target: str, root: Path | None, version: str | None, steps: int | None, backend: str | None) -> None:
+def _train(target: str, root: Path | None, version: str | None, steps: int | None, backend: str | None,
+           judge_queries: Path | None = None) -> None:
     settings = settings_for(root)
     prepare()
     from flows.train import train_flow
 
-    result = train_flow(target=target, root=str(settings.root), version=version, steps=steps, backend=backend)
+    result = train_flow(target=target, root=str(settings.root), version=version, steps=steps, backend=backend,
+                        judge_queries=str(judge_queries) if judge_queries else None)
     for line in result.lines():
         console.print(line.replace("**", ""))
 
@@ -218,13 +220,22 @@ def train_retriever(
             help="adapter (default: numpy query adapter on the frozen embedder) | sentence-transformers (extra [train])",
         ),
     ] = None,
+    judge_queries: Annotated[
+        Optional[Path],
+        typer.Option("--judge-queries", help="A hand-written query file (the format of evaluate --queries) to judge the "
+                     "adapter on over the built index: published only when it beats the vanilla embedder there "
+                     "(default train.adapter_judge_queries)."),
+    ] = None,
 ) -> None:
     """Train the retriever: a linear query adapter on frozen embedder vectors (InfoNCE, in-batch + hard negatives).
 
-    `ragprep evaluate` then shows it as the "trained" encoder. --backend sentence-transformers fine-tunes
-    train.st_model (MultipleNegativesRankingLoss) instead; it needs pip install -e '.[train]'.
+    The adapter is judged on the held-out documents' questions that are not template-shaped (they do not name their
+    document, standard or title), or on --judge-queries, and published (used by search, ask and evaluate) only when it
+    beats the vanilla embedder there; otherwise its card says NOT PUBLISHED with both figures.
+    --backend sentence-transformers fine-tunes train.st_model (MultipleNegativesRankingLoss) instead; it needs
+    pip install -e '.[train]'.
     """
-    _train("retriever", root, version, steps, backend)
+    _train("retriever", root, version, steps, backend, judge_queries)
 
 
 @user_errors

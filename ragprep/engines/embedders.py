@@ -254,13 +254,16 @@ class CachedEmbedder:
         return self.inner.dim
 
     def passages(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-        """(n, dim) passage vectors: cached ones reused, the others embedded in batches (``progress(done, total)``)."""
+        """(n, dim) passage vectors: cached ones reused, the others embedded in batches (``progress(done, total)``:
+        once with ``done`` 0 before the first batch, then after each batch)."""
         keys = [text_hash(t) for t in texts]
         with self.cache.lock:
             cache = self.cache.load(self.inner.dim or None)
             missing = sorted({k: t for k, t in zip(keys, texts) if k not in cache}.items())
             self.counts.reused += len(texts) - len(missing)
             step = min(self.batch, PROGRESS_BATCH) if progress else self.batch  # a tick every few seconds
+            if progress and missing:
+                progress(0, len(missing))  # a line before the first batch: how many texts are to be embedded
             for number, start in enumerate(range(0, len(missing), step), start=1):
                 part = missing[start:start + step]
                 cache.update(zip((k for k, _ in part), self.inner.passages([t for _, t in part])))

@@ -10,7 +10,8 @@ holds every answer key (compared after NFKC, lower-casing and removing whitespac
 * ``median chars of hit 1`` — how much a reader has to read.
 
 Scored in one run, with the same embedder and BM25 tokenizer: the product's index (the passages of
-``ragprep index``: hybrid as configured, BM25, dense; queries encoded as ``search`` encodes them, through the
+``ragprep index``, each hit's text grown with its chunk neighbours to ``index.expand_chars`` as ``search`` shows it;
+hybrid as configured, BM25, dense; queries encoded as ``search`` encodes them, through the
 published query adapter when there is one, and then also with the vanilla embedder) and two baselines read from the source files
 (``tasks/evaluate/baselines.py``: one unit per page/slide, 400-word windows with 50 overlap), scored
 with BM25 and, when ``evaluate.dense_baselines`` is on, dense and hybrid too.
@@ -20,7 +21,6 @@ reports it leave-one-family-out (or leave-one-document-out for a language with a
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -28,13 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from ragprep.errors import RagprepError
 from ragprep.report import Report
 from ragprep.retrieval import Fusion, rerank_by_sentences, rrf_fuse, sentence_match
 from tasks.evaluate.baselines import Unit
-from tasks.index.passages import normalised
+from tasks.index.queryfile import Query, QueryFileError, answers, load_queries  # noqa: F401 (QueryFileError: re-exported)
 
 K = 10
 DEPTH = 100
@@ -42,53 +41,6 @@ DEPTH = 100
 RRF_KS = (2, 5, 10, 20, 40, 60, 100)
 BM25_WEIGHTS = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 SENTENCE_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
-
-
-class QueryFileError(RagprepError):
-    """A query file that cannot be read; the message names the file, the line and the fix."""
-
-
-class Query(BaseModel):
-    """One hand-written question with its gold document, page or slide and answer keys."""
-
-    id: str
-    question: str
-    lang: str
-    family: str
-    document: str
-    page: int | None = None
-    slide: int | None = None
-    answer_keys: list[str]
-
-
-def load_queries(path: Path) -> list[Query]:
-    """The questions of a JSONL query file; raises ``QueryFileError`` naming the line at fault."""
-    if not path.is_file():
-        raise QueryFileError(f"{path}: no such query file (JSONL, one question a line; see tests/data/README.md)")
-    out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            query = Query.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise QueryFileError(f"{path}:{number}: not a query line ({first}); each line needs id, question, lang, "
-                                 "family, document and answer_keys") from None
-        if not query.answer_keys:
-            raise QueryFileError(f"{path}:{number}: question {query.id} has no answer_keys; add the strings its answer holds")
-        out.append(query)
-    if not out:
-        raise QueryFileError(f"{path}: no questions in the file")
-    return out
-
-
-def answers(query: Query, document: str, text: str) -> bool:
-    """Whether a unit of ``document`` with ``text`` answers ``query`` (right document, every key in the text)."""
-    if document != query.document:
-        return False
-    flat = normalised(text)
-    return all(normalised(key) in flat for key in query.answer_keys)
 
 
 @dataclass(frozen=True)
@@ -102,6 +54,9 @@ class Rankings:
     questions: list[str] | None = None
     idf: Callable[[str], float] | None = None
     matches: dict = field(default_factory=dict)
+    match_texts: dict[str, str] | None = None
+    """What the sentence match reads per unit when it is not the unit's text (the passage, where the unit shows it
+    grown with its neighbours, as ``search`` does)."""
 
     def fused(self, row: int, fusion: Fusion) -> list[str]:
         """Question ``row``'s hybrid ranking: weighted RRF, then the sentence match when ``fusion`` has one."""
@@ -113,7 +68,8 @@ class Rankings:
     def _match(self, row: int, unit_id: str) -> float:
         key = (row, unit_id)
         if key not in self.matches:
-            self.matches[key] = sentence_match(self.questions[row], self.units[unit_id].text, self.idf)
+            text = self.match_texts.get(unit_id) if self.match_texts else None
+            self.matches[key] = sentence_match(self.questions[row], text or self.units[unit_id].text, self.idf)
         return self.matches[key]
 
     def ranked(self, mode: str, fusion: Fusion | None = None) -> list[list[str]]:
@@ -260,8 +216,9 @@ class QueryEvaluation(BaseModel):
 
 
 def unit_rankings(name: str, units: list[Unit], questions: list[str], query_vectors: np.ndarray | None,
-                  passage_vectors: np.ndarray | None, bm25) -> Rankings:
-    """Dense (when vectors are given) and BM25 rankings of ``units`` for every question."""
+                  passage_vectors: np.ndarray | None, bm25, match_texts: dict[str, str] | None = None) -> Rankings:
+    """Dense (when vectors are given) and BM25 rankings of ``units`` for every question (``match_texts``: see
+    ``Rankings``)."""
     from ragprep.retrieval import top_indices
 
     ids = [u.unit_id for u in units]
@@ -270,20 +227,25 @@ def unit_rankings(name: str, units: list[Unit], questions: list[str], query_vect
         matrix = query_vectors @ passage_vectors.T
         dense = [[ids[j] for j in top_indices(row, DEPTH)] for row in matrix]
     lexical = [[ids[j] for j, _ in bm25.ranking(q, DEPTH)] for q in questions]
-    return Rankings(name, {u.unit_id: u for u in units}, dense, lexical, list(questions), bm25.idf)
+    return Rankings(name, {u.unit_id: u for u in units}, dense, lexical, list(questions), bm25.idf, match_texts=match_texts)
 
 
-def _product_units(index) -> list[Unit]:
-    """The index's passages as units (section path + body: what ``search`` shows), in BM25 position order."""
+def _product_units(index, expand_chars: int = 0) -> tuple[list[Unit], dict[str, str]]:
+    """The index's passages as units, in BM25 position order, with what ``search`` shows (section path + body grown
+    with its neighbours up to ``expand_chars``), and the passages' own section path + body (what the sentence match
+    reads)."""
     rows = index.table.search().select(["passage_id", "document", "slide", "page_start", "section", "text"]) \
         .limit(max(1, len(index.unit_ids))).to_arrow().to_pylist()
     by_id = {r["passage_id"]: r for r in rows}
-    out = []
+    grown = index.neighbour_texts(index.unit_ids, expand_chars) if expand_chars > 0 else {}
+    out, own = [], {}
     for unit_id in index.unit_ids:
         r = by_id[unit_id]
-        text = f"{r['section']}\n{r['text']}" if r["section"] else r["text"]
+        own[unit_id] = f"{r['section']}\n{r['text']}" if r["section"] else r["text"]
+        body = grown.get(unit_id, r["text"])
+        text = f"{r['section']}\n{body}" if r["section"] else body
         out.append(Unit(unit_id, r["document"], r["slide"] if r["slide"] is not None else r["page_start"], text))
-    return out
+    return out, own
 
 
 def _source_paths(index) -> list[Path]:
@@ -314,14 +276,14 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
     embedder = make_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
     query_vectors = embed_queries(embedder, questions)
     encoder, encoder_name = query_encoder(layout, embedder)  # what `search` and `ask` encode queries with
-    units = _product_units(index)
+    units, own = _product_units(index, settings.index.expand_chars)
     product = unit_rankings("ragprep passages", units, questions,
                             embed_queries(encoder, questions) if encoder is not embedder else query_vectors,
-                            index.vectors(), index.bm25)
+                            index.vectors(), index.bm25, own)
     systems = [product]
     if encoder is not embedder:  # a published query adapter: the vanilla embedder's figures beside it
         systems.append(unit_rankings("ragprep passages, vanilla encoder", units, questions, query_vectors, index.vectors(),
-                                     index.bm25))
+                                     index.bm25, own))
     sources = _source_paths(index)
     for name, units in (("one unit per page/slide", page_units(sources)), ("400-word windows", window_units(sources))):
         say(f"baseline {name}: {len(units)} units")

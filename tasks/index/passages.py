@@ -4,7 +4,10 @@ A chunk (one slide, one chapter or a window of pages) stays the unit of QA gener
 retrieval needs smaller units. ``cut_passages`` splits a chunk's text into blocks — paragraphs, list
 items, Markdown tables (with up to two short lines before them: a caption, a title, a source line), the heading
 lines with (almost) nothing under them (a cover page made of headings; the others are in the section path of what
-follows them; a heading opens a passage and never closes one), a slide's speaker notes —
+follows them; a heading opens a passage and never closes one), a slide's speaker notes, a table of contents (its
+entries end in a dot leader and a page number; no entry is taken for the numbered clause of what follows, and the
+contents list is no passage unless the chunk holds nothing else: its titles point at sections whose passages carry
+them in their section path or body, and as a passage it outranked the sections it names) —
 and packs consecutive blocks into passages of about ``min_words``..``max_words`` words (a Korean word
 without spaces counts one per ``KO_CHARS_PER_WORD`` syllables). A block longer than ``max_words`` is
 split: a table into groups of rows with its header row repeated, a paragraph into sentence groups.
@@ -45,6 +48,9 @@ _CLAUSE_RE = re.compile(
 _CAPTION_RE = re.compile(r"^(?:\*\*)?(?:table|tab\.|figure|fig\.|표|그림)\s*[\dA-Z]", re.IGNORECASE)
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?다])\s+")
 _PAGE_MARK_RE = re.compile(r"^-\s*\d+\s*-$")
+_TOC_LINE_RE = re.compile(r"(?:[.·‧・…]\s?){4,}\s*\d{1,4}\s*$")
+"""A table-of-contents entry: a title, a leader of dots or middle dots, a page number."""
+_TOC_TITLE_RE = re.compile(r"^(?:table of )?contents$|^목\s*차$|^차\s*례$", re.IGNORECASE)
 
 _STANDARD_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"fmvss[\s_-]*(\d{3})", re.IGNORECASE), "FMVSS {0}"),
@@ -133,6 +139,9 @@ def _kind(text: str) -> str:
     first = text.lstrip().split("\n", 1)[0]
     if _HEADING_RE.match(first):
         return "heading"
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if all(_TOC_LINE_RE.search(line) for line in lines) or _TOC_TITLE_RE.match(text.strip()):
+        return "toc"
     if _TABLE_LINE_RE.match(first):
         return "table"
     if _LIST_RE.match(first):
@@ -264,7 +273,8 @@ def _pack(blocks: list[_Block], min_words: int, max_words: int) -> list[list[_Bl
         n = words(block.text)
         notes_boundary = current and (block.kind == "notes") != (current[-1].kind == "notes") and size >= min_words // 2
         section_boundary = current and block.section != current[-1].section and size >= min_words
-        if current and (size + n > max_words or notes_boundary or section_boundary):
+        toc_boundary = current and (block.kind == "toc") != (current[-1].kind == "toc")
+        if current and (size + n > max_words or notes_boundary or section_boundary or toc_boundary):
             carried = _trailing_headings(current)  # a heading opens the next passage, never closes one
             if len(carried) < len(current):
                 groups.append(current[:len(current) - len(carried)])
@@ -272,7 +282,8 @@ def _pack(blocks: list[_Block], min_words: int, max_words: int) -> list[list[_Bl
         current.append(block)
         size += n
     if current:
-        if groups and size < min_words // 3 and sum(words(b.text) for b in groups[-1]) + size <= max_words:
+        same_kind = groups and (current[0].kind == "toc") == (groups[-1][-1].kind == "toc")
+        if same_kind and size < min_words // 3 and sum(words(b.text) for b in groups[-1]) + size <= max_words:
             groups[-1] += current
         else:
             groups.append(current)
@@ -292,6 +303,22 @@ def _section_of(group: list[_Block]) -> str:
     more = [b.section[-1] for b in group[1:] if b.section and b.section != first and b.section[:-1] == first[:len(b.section) - 1]]
     leaves = list(dict.fromkeys(m for m in more if m not in first))[:3]
     return " > ".join(first) + "".join(f" + {leaf}" for leaf in leaves)
+
+
+def neighbour_span(lengths: Sequence[int], at: int, budget: int) -> tuple[int, int]:
+    """Small-to-big: the first and last position of the run of passages around ``at`` (one chunk's passage lengths in
+    order) that a hit at ``at`` shows. The next passage, then the previous one, are added in turn while the run stays
+    within ``budget`` characters; a passage already over the budget stays alone (``budget`` 0: no expansion)."""
+    lo = hi = at
+    size = lengths[at]
+    grew = True
+    while grew:
+        grew = False
+        for j in (hi + 1, lo - 1):
+            if 0 <= j < len(lengths) and size + lengths[j] <= budget:
+                size += lengths[j]
+                lo, hi, grew = min(lo, j), max(hi, j), True
+    return lo, hi
 
 
 def passage_id(chunk_id: str, position: int, body: str) -> str:
@@ -314,8 +341,10 @@ def cut_passages(chunk_id: str, text: str, heading_path: Sequence[str], label: s
     """The passages of one chunk's text (Ver.1 or Ver.0 Markdown) with their section paths and context lines."""
     header, body = strip_header(text)
     blocks = _pieces(_attach_captions(split_blocks(body, heading_path)), max_words)
+    groups = _pack(blocks, min_words, max_words)
+    content = [g for g in groups if any(b.kind != "toc" for b in g)]
     passages = []
-    for position, group in enumerate(_pack(blocks, min_words, max_words)):
+    for position, group in enumerate(content or groups):  # a contents list points at sections; it is no passage
         section = _section_of(group)
         passage_body = "\n\n".join(b.text for b in group)
         context = "\n".join(part for part in (label, section and f"Section: {section}", header) if part)

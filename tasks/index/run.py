@@ -7,9 +7,9 @@ correct stage did not run) falls back to the next one (v1 -> v0 -> markdown) and
 cuts each chunk into passages on its structure with their section paths and the document's name
 as context (``tasks/index/passages.py``), finds each passage's page among its chunk's elements,
 embeds context + passage with the configured embedder and writes LanceDB + BM25 + manifest
-(``tasks/index/store.py``). The windows that the re-ranker and the reference matcher read passages and
-chunks in after retrieval (``ragprep/passage_windows.py``) are embedded here too, into the same cache: an
-``ask`` or ``refmatch`` over the index then embeds only its question and answer sentences.
+(``tasks/index/store.py``). The windows that the re-ranker and the reference matcher read a retrieved
+passage in (``ragprep/passage_windows.py``: the matcher's only when its scorer embeds them) are embedded here
+too, into the same cache: an ``ask`` over the index then embeds only its question and answer sentences.
 
 Incremental: passage vectors are cached by text hash + model, so a new version re-embeds only
 its new or changed passages; the report counts passages embedded and reused.
@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from ragprep import __version__
 from ragprep.engines.embedders import EmbedderSpec, make_embedder, text_hash
-from ragprep.passage_windows import index_windows
+from ragprep.passage_windows import MATCHER_EMBEDS, index_windows
 from ragprep.report import Report
 from ragprep.settings import Settings
 from ragprep.storage import Layout
@@ -53,8 +53,8 @@ class IndexReport(BaseModel):
     embedded: int
     reused: int
     windows: int = 0
-    """Distinct windows the re-ranker and the reference matcher read passages and chunks in (embedded here, so
-    ``ask`` and ``refmatch`` find their vectors in the cache)."""
+    """Distinct windows the re-ranker and the reference matcher read a retrieved passage in (embedded here, so
+    ``ask`` finds their vectors in the cache)."""
     windows_embedded: int = 0
     text_fallbacks: int
     bm25_vocabulary: int
@@ -168,16 +168,6 @@ def index_metadata(chunks: pa.Table, documents: pa.Table | None, texts: list[str
     })
 
 
-def chunk_bodies(metadata: pa.Table) -> list[str]:
-    """The whole body of every chunk cut into more than one passage, its passages joined as
-    ``SearchIndex.expand`` joins them (what ``refmatch`` with chunk ids reads)."""
-    parts: dict[str, list[tuple[int, str]]] = {}
-    for chunk_id, position, text in zip(_column(metadata, "chunk_id"), _column(metadata, "position"),
-                                        _column(metadata, "text")):
-        parts.setdefault(chunk_id, []).append((position, text))
-    return ["\n\n".join(t for _, t in sorted(p)) for p in parts.values() if len(p) > 1]
-
-
 def _two_phases(progress: Progress | None) -> tuple[Progress | None, Progress | None]:
     """Progress callbacks for the passages, then the windows, as one count (the windows' ticks after the passages')."""
     if progress is None:
@@ -220,8 +210,8 @@ def run_index(settings: Settings, version: str | None = None, variant: str | Non
     passages_progress, windows_progress = _two_phases(progress)
     vectors = embedder.passages(indexed, passages_progress)
     passage_counts = (embedder.counts.embedded, embedder.counts.reused)
-    windows = index_windows(indexed, metadata.column("text").to_pylist(), chunk_bodies(metadata),
-                            settings.refmatch.window_words)
+    match_words = settings.refmatch.window_words if settings.refmatch.scorer in MATCHER_EMBEDS else None
+    windows = index_windows(indexed, metadata.column("text").to_pylist(), match_words)
     embedder.passages(windows, windows_progress)  # read after retrieval: embedded now, found in the cache by ask/refmatch
     embed_seconds = time.perf_counter() - embed_started
     manifest = IndexManifest(

@@ -93,7 +93,8 @@ Encoder = Callable[[Embedder], tuple[Embedder, str]]
 
 def search_index(settings: Settings, query: str, k: int = 10, mode: str | None = None,
                  variant: str | None = None, encoder: Encoder | None = None) -> SearchResult:
-    """Search the ``variant`` index (default ``index.variant``) in ``mode`` (default ``index.mode``).
+    """Search the ``variant`` index (default ``index.variant``) in ``mode`` (default ``index.mode``); each hit's text is
+    its passage grown with its chunk neighbours up to ``index.expand_chars`` (small-to-big).
 
     ``encoder`` wraps the index's embedder for the query (a trained query adapter); the result names what encoded it."""
     mode = check_mode(mode or settings.index.mode)
@@ -106,8 +107,8 @@ def search_index(settings: Settings, query: str, k: int = 10, mode: str | None =
     used = "none (BM25 only)"
     if embedder is not None:
         embedder, used = encoder(embedder) if encoder else (embedder, f"{embedder.name} (vanilla)")
-    hits = index.search(query, k, mode, embedder, settings.index.rrf_k, settings.index.rrf_depth,
-                        fusion_for(settings.index, query))
+    hits = index.with_neighbours(index.search(query, k, mode, embedder, settings.index.rrf_k, settings.index.rrf_depth,
+                                              fusion_for(settings.index, query)), settings.index.expand_chars)
     return SearchResult(query=query, mode=mode, k=k, variant=variant, index_version=manifest.version_id,
                         index_embedder=manifest.embedder_name, warnings=warnings, hits=[h.as_dict() for h in hits],
                         encoder=used)

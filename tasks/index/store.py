@@ -61,6 +61,7 @@ from ragprep.retrieval import (
 from ragprep.settings import Settings
 from ragprep.storage import Layout, atomic_write_bytes, exchange_paths
 from ragprep.tables import spec
+from tasks.index.passages import neighbour_span
 
 TABLE = "chunks"
 MANIFEST = "manifest.json"
@@ -251,6 +252,7 @@ class SearchIndex:
         self.position = {c: i for i, c in enumerate(unit_ids)}
         self._matrix: np.ndarray | None = None
         self._chunks: dict[str, list[int]] | None = None
+        self._documents: dict[str, list[int]] | None = None
 
     @property
     def chunk_ids(self) -> list[str]:
@@ -371,6 +373,56 @@ class SearchIndex:
         by_id = {r["passage_id"]: r["text"] for r in texts}
         body = "\n\n".join(by_id[self.unit_ids[row]] for row in rows)
         return SearchHit(**{**hit.as_dict(), "text": body})
+
+    def _document_rows(self) -> dict[str, list[int]]:
+        """Each document's passage rows in reading order: its chunks by first page or slide (then last page), each
+        chunk's passages by position."""
+        if self._documents is None:
+            table = self.table.search().select(["passage_id", "chunk_id", "doc_id", "slide", "page_start", "page_end"]) \
+                .limit(max(1, len(self.unit_ids))).to_arrow().to_pylist()
+            starts: dict[str, tuple[int, int]] = {}
+            for r in table:
+                where = r["slide"] if r["slide"] is not None else (r["page_start"] or 0)
+                old = starts.get(r["chunk_id"], (where, 0))
+                starts[r["chunk_id"]] = (min(old[0], where), max(old[1], r["page_end"] or where))
+            chunk_doc = {r["chunk_id"]: r["doc_id"] for r in table}
+            rows = self._chunk_rows()
+            documents: dict[str, list[int]] = {}
+            for chunk in sorted(rows, key=lambda c: (*starts.get(c, (0, 0)), c)):
+                documents.setdefault(chunk_doc.get(chunk, chunk), []).extend(rows[chunk])
+            self._documents = documents
+        return self._documents
+
+    def neighbour_texts(self, unit_ids: Sequence[str], budget: int) -> dict[str, str]:
+        """Small-to-big: each named passage's body joined with its neighbours in reading order in its document (across
+        chunk, page and slide boundaries: a short slide shows the slides around it) while the text stays within
+        ``budget`` characters (``passages.neighbour_span``); a passage that gains none keeps its own body."""
+        documents = self._document_rows()
+        document_of = {self.unit_ids[row]: doc for doc, rows in documents.items() for row in rows}
+        wanted = {d for u in unit_ids if (d := document_of.get(u))}
+        needed = sorted({row for d in wanted for row in documents[d]})
+        if not needed:
+            return {}
+        table = self.table.take_offsets(needed).select(["passage_id", "text"]).to_arrow().to_pylist()
+        body = {r["passage_id"]: r["text"] or "" for r in table}
+        out = {}
+        for unit in unit_ids:
+            if unit not in document_of:
+                continue
+            ids = [self.unit_ids[row] for row in documents[document_of[unit]]]
+            lo, hi = neighbour_span([len(body[i]) for i in ids], ids.index(unit), budget)
+            out[unit] = "\n\n".join(body[i] for i in ids[lo:hi + 1])
+        return out
+
+    def _unit_chunks(self) -> dict[str, str]:
+        return {self.unit_ids[row]: chunk for chunk, rows in self._chunk_rows().items() for row in rows}
+
+    def with_neighbours(self, hits: list[SearchHit], budget: int) -> list[SearchHit]:
+        """The hits with their text grown by ``neighbour_texts`` (their passage id, section and rank unchanged)."""
+        if budget <= 0 or not hits:
+            return hits
+        texts = self.neighbour_texts([h.passage_id for h in hits], budget)
+        return [SearchHit(**{**h.as_dict(), "text": texts.get(h.passage_id, h.text)}) for h in hits]
 
     def chunk_hits(self, chunk_ids: Sequence[str]) -> list[SearchHit]:
         """The named chunks the index holds, each as its first passage expanded to the whole chunk."""

