@@ -37,14 +37,17 @@ SERVE_ROOT ?= $(HOME)/ragprep-data
 serve: $(VENV)/.installed system-deps
 	$(VENV)/bin/ragprep serve --root $(SERVE_ROOT)
 
-## The test suite, what CI runs (installs what it needs; starts its own Prefect server on loopback).
+## The test suite, what CI runs (installs what it needs; starts its own Prefect server on loopback), on
+## TEST_WORKERS pytest-xdist processes: many tests wait on subprocesses and servers, so two workers suit two cores.
+## Each module stays on one worker, as do the tests that share the demo run or the pipeline run (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed test-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 ## The fast lane for every change: unit and contract tests, no Prefect server, no end-to-end runs (tests marked
-## slow, and every test that needs the Prefect server, are left to `make test`).
+## slow, and every test that needs the Prefect server, are left to `make test`); TEST_WORKERS workers as for `make test`.
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest -m "not slow and not llm" -q
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not llm" -q
 
 ## The openai provider against a real local server (llama-cpp-python + SmolLM2-135M; builds .venv-llm
 ## on first use, about 25 minutes on two cores). Not part of `make test` or CI.

@@ -3,7 +3,10 @@ extraction per (file, OCR on/off) per session so the many content assertions sta
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
+import warnings
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,14 +52,77 @@ SLOW_TESTS = {
 fast lane (``make test-fast``) keeps unit and contract tests; ``make test`` runs these as before."""
 
 
+SHARED_RUN_MODULES = {
+    "test_cli": "demo_run",
+    "test_no_outbound_network": "demo_run",
+    "test_evaluate": "pipeline_run",
+    "test_export_training": "pipeline_run",
+    "test_progress": "pipeline_run",
+    "test_train": "pipeline_run",
+}
+"""Modules (by file stem) whose tests share one of the session's expensive runs: under pytest-xdist (``make test``)
+each of these groups goes to one worker, so the run happens once per session as without workers (the CLI tests work
+on the demo's root in turn). A module that starts to use ``demo_run`` or ``pipeline_run`` belongs here: the
+collection warns about one that is missing (the run would then happen once more, on a second worker)."""
+
+HEAVY_FIRST = (
+    "test_refmatch",
+    "demo_run",
+    "pipeline_run",
+    "test_serve_supervision",
+    "test_service",
+    "test_quotes",
+    "test_index_state",
+    "test_packaging",
+    "test_pdf_extract",
+    "test_qa_rules",
+)
+"""Under pytest-xdist, the groups handed out first (the longest first, measured with ``--durations``), so that the
+workers end together rather than one waiting on a long group handed out last."""
+
+
+def xdist_group(nodeid: str) -> str:
+    """The pytest-xdist work unit of a test: its module's shared run (``SHARED_RUN_MODULES``), else its module (its
+    module fixtures are set up once, its tests keep their order, as ``--dist loadfile``), by the file's stem."""
+    stem = Path(nodeid.split("::", 1)[0]).stem
+    return SHARED_RUN_MODULES.get(stem, stem)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: no error where the plugin is missing
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist (``-n``), whatever ``--dist`` says: every work unit of :func:`xdist_group` on one worker,
+    the units in collection order (``HEAVY_FIRST``). (Not ``xdist_group`` marks: pytest-xdist 3.8 renames test ids
+    for those in a way pytest 9 ignores.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    if config.getvalue("dist") == "each":  # every test on every worker: nothing to group
+        return None
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+    config.option.loadscopereorder = False
+    return GroupScheduling(config, log)
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` or is one of ``SLOW_TESTS`` (the fast lane runs
-    none of them)."""
+    none of them); on a pytest-xdist worker, put the heaviest work units first (``HEAVY_FIRST``)."""
     for item in items:
         name = item.nodeid.split("[", 1)[0]
         if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())) or name in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker collects, in the same order
+        rank = {group: i for i, group in enumerate(HEAVY_FIRST)}
+        items.sort(key=lambda item: rank.get(xdist_group(item.nodeid), len(rank)))  # stable: a unit keeps its order
+        for run in ("demo_run", "pipeline_run"):
+            strays = sorted({xdist_group(i.nodeid) for i in items if run in getattr(i, "fixturenames", ())} - {run})
+            if strays:
+                warnings.warn(pytest.PytestWarning(
+                    f"{', '.join(strays)} use {run}: add them to SHARED_RUN_MODULES in tests/conftest.py (otherwise "
+                    f"{run} runs once more, on another pytest-xdist worker)"), stacklevel=1)
 
 
 def tesseract_ready() -> bool:
@@ -74,20 +140,33 @@ def ingest_into(root: Path, paths: Sequence[Path]) -> Settings:
     return settings
 
 
+def shared_basetemp(tmp_path_factory) -> Path:
+    """Where set-ups shared by the whole run live: under pytest-xdist the folder above every worker's basetemp (one per
+    run), else this session's basetemp."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def ingest_copy(tmp_path_factory):
-    """ingest_copy(paths, root) -> Settings: ``paths`` ingested (OCR off, as :func:`ingest_into`) once per session,
-    the prepared root copied to ``root`` (which must not exist yet): modules that start from the same documents
-    share one ingest, and each still writes to a root of its own."""
-    prepared: dict[tuple[str, ...], Path] = {}
+    """ingest_copy(paths, root) -> Settings: ``paths`` ingested (OCR off, as :func:`ingest_into`) once per run (under
+    pytest-xdist the first worker to need it ingests, the others wait on a file lock and reuse it), the prepared root
+    copied to ``root`` (which must not exist yet): modules that start from the same documents share one ingest, and
+    each still writes to a root of its own."""
+    from filelock import FileLock
+
+    shared = shared_basetemp(tmp_path_factory)
 
     def make(paths: Sequence[Path], root: Path) -> Settings:
-        key = tuple(str(Path(p).resolve()) for p in paths)
-        if key not in prepared:
-            source = tmp_path_factory.mktemp("shared-ingest")
-            ingest_into(source, paths)
-            prepared[key] = source
-        shutil.copytree(prepared[key], root)
+        key = "\n".join(str(Path(p).resolve()) for p in paths)
+        prepared = shared / f"shared-ingest-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+        with FileLock(f"{prepared}.lock"):
+            if not (prepared / "done").exists():
+                shutil.rmtree(prepared, ignore_errors=True)  # left half-way by a worker that failed
+                (prepared / "root").mkdir(parents=True)
+                ingest_into(prepared / "root", paths)
+                (prepared / "done").touch()
+        shutil.copytree(prepared / "root", root)
         return Settings(root=root, ocr={"enabled": False})
 
     return make

@@ -19,7 +19,15 @@ from schemas.qa_pairs import FLAG_CODES, LOW_QUALITY_FLAGS, QA_PAIRS_SCHEMA
 from tasks.dataset.versions import build_version, quality_gate
 from tasks.enrich.run import run_correct, run_describe, run_headers
 from tasks.qa.flags import language_of
-from tasks.qa.judge import CRITERIA, JUDGE_FAILED, CriticScores, band_of, offline_precision_short, score_offline
+from tasks.qa.judge import (
+    CRITERIA,
+    JUDGE_FAILED,
+    CriticScores,
+    document_kinds,
+    offline_precision_short,
+    pair_bands,
+    score_offline,
+)
 from tasks.qa.pair_context import PairContext
 from tasks.qa.review import apply_decisions_file
 from tasks.qa.run import run_judge, run_qa
@@ -279,6 +287,7 @@ def test_offline_judge_scores_flags_and_approves(root):
     assert usable and len(usable) < len(pairs), "the critic passes some pairs and holds others"
     assert not {p["qa_id"] for p in approved} & set(BAD_PAIRS)
     heuristic = {"provider": "heuristic"}
+    kinds = document_kinds(TableStore(Layout(root)).read("chunks"))  # each document's kind, read off its chunks
     for pair in pairs:
         scores = [pair[f"critic_{c}"] for c in CRITERIA]
         assert all(1 <= s <= 5 for s in scores)
@@ -287,7 +296,8 @@ def test_offline_judge_scores_flags_and_approves(root):
         failing = {f"low_quality:{c}" for c, s in zip(CRITERIA, scores) if s < settings.qa.critic_min_score}
         assert {f for f in pair["flags"] if f.startswith("low_quality:")} == failing
         assert pair["critic_usable"] == (not failing)
-        held = offline_precision_short(heuristic, settings, band_of(pair))  # the band's grouped-CV precision
+        bands = pair_bands({"doc_kind": kinds[pair["doc_id"]], "question_type": pair["question_type"]})
+        held = offline_precision_short(heuristic, settings, bands)  # the bands' grouped-CV precision
         assert pair["status"] == ("approved" if pair["critic_usable"] and not pair["flags"] and not held else "pending")
         if pair["critic_usable"] and not pair["flags"] and held:
             assert held in pair["critic_reasons"]  # sent to review with its reason
@@ -296,6 +306,25 @@ def test_offline_judge_scores_flags_and_approves(root):
     assert sum(report.flags.values()) == sum(len([f for f in p["flags"] if f.startswith("low_quality:")]) for p in pairs)
     run_judge(settings)
     assert table(root) == pairs, "judging again gives the same table (no duplicated flags)"
+
+
+def test_held_out_coverage_auto_approves_only_the_bands_chosen_without_the_document(root):
+    from tasks.qa import calibrate, heldout
+
+    def items(usable: bool):  # four labelled documents of the 'report' kind, none of them in the run
+        return [calibrate.Labelled(f"x{d}.pptx", usable, {}, None, {"question_type": t, "doc_kind": "report"})
+                for d in range(4) for t in ("numeric", "factual", "comparative", "causal") for _ in range(10)]
+
+    got = heldout.held_out_coverage(root, items(True))
+    kinds = document_kinds(TableStore(Layout(root)).read("chunks"))
+    assert got.auto_pairs and {p["doc_kind"] for p in got.auto_pairs} == {"report"}  # the crash reports, read as reports
+    assert set(kinds.values()) - {"report"}, "the sample documents are of several kinds"
+    for name, figures in got.by_document.items():
+        assert figures["with_auto"] <= figures["with_passed"] <= figures["fact_chunks"] <= figures["chunks"]
+        assert not figures["labelled"]
+    assert sum(f["with_auto"] for f in got.by_document.values()) > 0
+    assert "with an auto-approved pair" in heldout.render_coverage(got)
+    assert not heldout.held_out_coverage(root, items(False)).auto_pairs  # the same kind labelled unusable: nothing
 
 
 def test_approval_threshold_and_auto_approve_setting(root):

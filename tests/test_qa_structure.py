@@ -276,18 +276,21 @@ def test_grouped_cross_validation_holds_each_document_out_and_matches_the_stored
 
 
 def test_auto_approval_bands_are_chosen_on_the_other_documents():
-    def item(doc, usable, band):
-        return calibrate.Labelled(doc, usable, {}, None, {"target_modality": "text", "question_type": band})
+    def item(doc, usable, band, kind="report"):
+        return calibrate.Labelled(doc, usable, {}, None, {"target_modality": "text", "question_type": band, "doc_kind": kind})
 
     # 'causal' pairs are usable on every document; 'numeric' ones only away from document D
     items = [item(d, True, "causal") for d in "ABCD" for _ in range(10)]
     items += [item(d, True, "numeric") for d in "ABC" for _ in range(10)] + [item("D", False, "numeric") for _ in range(10)]
-    assert calibrate.fit_bands(items) == ["causal"]
+    assert calibrate.fit_bands(items) == ["report/causal"]  # the kind as a whole (70 of 80) misses the bar
     report = calibrate.grouped_cv(items, bands=True)
-    assert report.bands["D"] == ["causal", "numeric"]  # chosen without D: D's numeric pairs are approved, and wrong
-    assert report.bands["A"] == ["causal"]  # with D in training, numeric misses the bar
+    assert report.bands["D"] == ["report", "report/causal", "report/numeric"]  # chosen without D: D's numeric pairs are approved, and wrong
+    assert report.bands["A"] == ["report/causal"]  # with D in training, numeric misses the bar
     assert report.auto["approved"] == 40 + 10 and report.auto["precision"] == 40 / 50  # the honest held-out figure
     assert calibrate.wilson_lower(20, 20) > 0.85 > calibrate.wilson_lower(9, 10)
+    # a kind is a band of its own: the same question type on documents of another kind is not approved with it
+    items += [item(d, False, "causal", "protocol") for d in "EFG" for _ in range(10)]
+    assert "report/causal" in calibrate.fit_bands(items) and "protocol/causal" not in calibrate.fit_bands(items)
 
 
 def test_leave_one_family_out_holds_every_document_of_a_kind_out():

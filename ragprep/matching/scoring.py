@@ -111,8 +111,10 @@ class BlendWeights:
 # -- words and numbers -------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A word without its Korean particle or English inflection (the form words are compared in)."""
+    """A word without its Korean particle or English inflection (the form words are compared in; cached: the same words
+    are compared with many chunks)."""
     if HANGUL_RE.search(word):
         for particle in PARTICLES:
             if word.endswith(particle) and len(word) - len(particle) >= 2:
@@ -126,12 +128,14 @@ def stem(word: str) -> str:
 
 def content_words(text: str) -> list[str]:
     """Lower-cased words that can carry support: no stopwords, no bare numbers (numbers are scored apart)."""
-    words = []
-    for word in _WORD_RE.findall(text.lower()):
-        if word in STOPWORDS or word.isdigit() or (len(word) < 2 and not HANGUL_RE.search(word)):
-            continue
-        words.append(word)
-    return words
+    return list(_content_words(text))
+
+
+@lru_cache(maxsize=1 << 14)
+def _content_words(text: str) -> tuple[str, ...]:
+    """:func:`content_words` as a tuple, cached: a sentence's coverage is measured against many chunks."""
+    return tuple(word for word in _WORD_RE.findall(text.lower())
+                 if not (word in STOPWORDS or word.isdigit() or (len(word) < 2 and not HANGUL_RE.search(word))))
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,7 @@ def _word_support(word: str, chunk: TextFacts) -> float:
 
 def word_coverage(sentence: str, chunk: TextFacts) -> float:
     """Share of the sentence's content words found in the chunk (Korean words in part, by syllable pairs); 1.0 when it has none."""
-    words = content_words(sentence)
+    words = _content_words(sentence)
     if not words:
         return 1.0
     return sum(_word_support(w, chunk) for w in words) / len(words)

@@ -175,6 +175,8 @@ class CriticFigures(BaseModel):
     family_out: dict = {}
     """Held-out scores of the critic when a whole document family is left out (``all``)."""
     bands: list[str] = []
+    untested_bands: list[str] = []
+    """Bands chosen on every labelled pair that no held-out document of the nested CV could try: not in force."""
     band_cv: dict[str, dict] = {}
     min_precision: float = 0.0
     """``qa.auto_approve_min_precision`` in force."""
@@ -187,10 +189,16 @@ class CriticFigures(BaseModel):
         precision = self.auto_cv.get("precision")
         if precision is None or precision < self.min_precision:
             shown = "-" if precision is None else f"{precision:.2f}"
-            return (f"no band reaches qa.auto_approve_min_precision {self.min_precision:.2f} under grouped CV (auto-approval "
-                    f"precision {shown}): every pair goes to review with its reason")
+            fitted = (f"; the bands fitted on every labelled pair ({', '.join(self.bands)}) are not in force" if self.bands
+                      else "")
+            return (f"the band choice (document kind, or kind/question type) reaches an auto-approval precision of {shown} "
+                    f"under nested grouped CV, under qa.auto_approve_min_precision {self.min_precision:.2f}{fitted}: every "
+                    "pair goes to review with its reason")
+        untested = (f"; not in force: {', '.join(self.untested_bands)} (chosen, but no held-out document could try it)"
+                    if self.untested_bands else "")
         return (f"auto-approved: pairs the critic passes in the bands {', '.join(self.bands)} (held-out precision "
-                f"{precision:.2f} >= {self.min_precision:.2f}); every other pair goes to review with its reason")
+                f"{precision:.2f} >= {self.min_precision:.2f}; the most specific measured band of a pair decides){untested}; "
+                "every other pair goes to review with its reason")
 
     def report(self) -> Report:
         """The figures as one terminal table: per document family, the critic's and the auto-approval's."""
@@ -203,12 +211,14 @@ class CriticFigures(BaseModel):
         for family, got in self.cv_by_family.items():
             rows.append(row(family, "critic", got))
             rows.append(row(family, "auto-approval", self.auto_by_family.get(family, {})))
-        bands = ", ".join(f"{b} {g['precision']:.2f} of {g['approved']} ({g['documents']} docs)" for b, g in self.band_cv.items())
+        bands = ", ".join(f"{b} {g['precision']:.2f} of {g['approved']} ({g['documents']} docs)" for b, g in self.band_cv.items()
+                          if g["approved"] >= 8)
         return Report("critic: document-grouped cross-validation (leave one document out)", ["documents", "verdict", *keys],
                       rows, lead=[f"{self.labelled_pairs} hand-labelled pairs over {self.documents} documents; every rule, "
                                   "threshold and band chosen without the held-out document."],
                       notes=[self._family_note(),
-                             f"Held-out precision of the critic's approvals per band: {bands or '-'}.",
+                             f"Held-out precision of the critic's approvals per band (document kind read off the document, "
+                             f"or kind/question type; bands of 8 pairs or more): {bands or '-'}.",
                              f"Policy in force: {self.in_force}."])
 
 
@@ -230,6 +240,7 @@ def critic_figures(policy: dict, min_precision: float) -> CriticFigures:
     return CriticFigures(labelled_pairs=policy.get("labelled_pairs", 0), documents=policy.get("documents", 0),
                          cv=policy.get("cv") or {}, cv_by_family=policy.get("cv_by_family") or {}, auto_cv=auto.get("cv") or {},
                          auto_by_family=auto.get("cv_by_family") or {}, bands=auto.get("bands") or [],
+                         untested_bands=auto.get("untested_bands") or [],
                          family_out=(policy.get("cv_family_out") or {}).get("all") or {},
                          band_cv=auto.get("band_cv") or {}, min_precision=min_precision)
 

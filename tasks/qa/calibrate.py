@@ -26,7 +26,8 @@ from pathlib import Path
 
 from tasks.qa.critic_rules import signals
 from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
-from tasks.qa.judge import CRITERIA, PairContext, band_of
+from tasks.qa.doc_kind import document_kind
+from tasks.qa.judge import CRITERIA, PairContext, band_decides, pair_bands
 from tasks.qa.roundtrip import NOT_RANKED
 
 LABEL_FILES = (
@@ -36,6 +37,8 @@ LABEL_FILES = (
     "tests/data/qa_heldout_labels_round2.jsonl",
     "tests/data/qa_labels_critic_round3.jsonl",
     "tests/data/qa_labels_gen_round3.jsonl",
+    "tests/data/qa_labels_critic_round4.jsonl",
+    "tests/data/qa_labels_gen_round4.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 TARGET_PRECISION = 0.9
@@ -159,9 +162,28 @@ def rule_hits(ctx: PairContext) -> dict[str, int]:
     return hits
 
 
+def document_kinds(rows: Sequence[dict]) -> dict[str, str]:
+    """Per document, the kind ``tasks.qa.doc_kind`` reads off the text of its labelled chunks (never the file name)."""
+    texts: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        texts[row["file_name"]].append(row["chunk_markdown"])
+    return {doc: document_kind(chunks) for doc, chunks in texts.items()}
+
+
+def unique_pairs(rows: Sequence[dict]) -> list[dict]:
+    """One row per labelled pair (document, question, answer): a pair labelled again in a later file keeps the later
+    label (43 of the first 942 rows repeated a pair, 5 of them with another verdict), so no pair counts twice."""
+    last = {(r["file_name"], r["question"].strip(), r["answer"].strip()): n for n, r in enumerate(rows)}
+    return [rows[n] for n in sorted(last.values())]
+
+
 def labelled(rows: Sequence[dict]) -> list[Labelled]:
-    """The rows with their rule scores and stored round-trip ranks."""
+    """The rows (one per pair: ``unique_pairs``) with their rule scores, stored round-trip ranks and detected
+    document kind (``doc_kind``)."""
+    rows = unique_pairs(rows)
     repeats = title_repeats(rows)
+    kinds = document_kinds(rows)
+    rows = [{**r, "doc_kind": kinds[r["file_name"]]} for r in rows]
     return [
         Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]], sib)),
                  r.get("roundtrip_rank"), r)
@@ -236,6 +258,8 @@ class CvReport:
     auto_by_document: dict[str, dict] = field(default_factory=dict)
     bands: dict[str, list[str]] = field(default_factory=dict)
     """Per held-out document, the bands chosen for auto-approval on the other documents."""
+    auto_by_band: dict[str, dict] = field(default_factory=dict)
+    """Per band, the held-out pairs it auto-approved (the band that decided them): approved, usable, documents."""
 
 
 def held_out_verdicts(items: Sequence[Labelled], group=lambda i: i.doc) -> list[bool]:
@@ -276,10 +300,11 @@ def band_figures(items: Sequence[Labelled], verdicts: Sequence[bool]) -> dict[st
     for item, verdict in zip(items, verdicts):
         if not verdict:
             continue
-        got = out.setdefault(band_of(item.row), {"approved": 0, "usable": 0, "documents": set()})
-        got["approved"] += 1
-        got["usable"] += item.usable
-        got["documents"].add(item.doc)
+        for band in pair_bands(item.row):
+            got = out.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
+            got["approved"] += 1
+            got["usable"] += item.usable
+            got["documents"].add(item.doc)
     return {b: {"approved": g["approved"], "usable": g["usable"], "precision": g["usable"] / g["approved"],
                 "lower_bound": wilson_lower(g["usable"], g["approved"]), "documents": len(g["documents"])}
             for b, g in sorted(out.items())}
@@ -292,9 +317,22 @@ def chosen_bands(figures: dict[str, dict]) -> list[str]:
             and g["precision"] >= TARGET_PRECISION and g["lower_bound"] >= BAND_LOWER_BOUND]
 
 
+def failing_bands(figures: dict[str, dict]) -> list[str]:
+    """The bands measured on enough pairs and documents whose held-out precision is under ``TARGET_PRECISION``: they
+    veto their wider band. A band that reaches the precision but not the lower bound lacks evidence, and does not."""
+    return [b for b, g in figures.items() if g["approved"] >= BAND_MIN_APPROVED and g["documents"] >= BAND_MIN_DOCUMENTS
+            and g["precision"] < TARGET_PRECISION]
+
+
 def fit_bands(items: Sequence[Labelled]) -> list[str]:
     """The bands to auto-approve, chosen on ``items`` alone by their own leave-one-document-out verdicts."""
-    return chosen_bands(band_figures(items, held_out_verdicts(items)))
+    return fit_band_choice(items)[0]
+
+
+def fit_band_choice(items: Sequence[Labelled]) -> tuple[list[str], list[str]]:
+    """(chosen bands, measured bands that failed), both from ``items``' own leave-one-document-out verdicts."""
+    figures = band_figures(items, held_out_verdicts(items))
+    return chosen_bands(figures), failing_bands(figures)
 
 
 def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
@@ -307,22 +345,34 @@ def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
     auto: dict[int, bool] = {}
     by_doc, policies, auto_by_doc, chosen = {}, {}, {}, {}
     kept: Counter = Counter()
+    deciding: dict[int, str] = {}
     for doc in docs:
         train = [i for i in items if i.doc != doc]
         test_idx = [n for n, i in enumerate(items) if i.doc == doc]
         policy = fit(train)
         policies[doc] = policy.as_json()
         kept.update(policy.rules)
-        chosen[doc] = fit_bands(train) if bands else []
+        chosen[doc], failing = fit_band_choice(train) if bands else ([], [])
         for n in test_idx:
             verdicts[n] = approve(items[n], policy)
-            auto[n] = verdicts[n] and band_of(items[n].row) in chosen[doc]
+            band = band_decides(pair_bands(items[n].row), chosen[doc], failing) if verdicts[n] else None
+            auto[n] = band is not None
+            if band is not None:
+                deciding[n] = band
         by_doc[doc] = scores([items[n] for n in test_idx], [verdicts[n] for n in test_idx])
         auto_by_doc[doc] = scores([items[n] for n in test_idx], [auto[n] for n in test_idx])
     order = sorted(verdicts)
     overall = scores([items[n] for n in order], [verdicts[n] for n in order])
     auto_all = scores([items[n] for n in order], [auto[n] for n in order]) if bands else {}
-    return CvReport(overall, by_doc, policies, dict(kept), auto_all, auto_by_doc if bands else {}, chosen if bands else {})
+    by_band: dict[str, dict] = {}
+    for n, band in sorted(deciding.items()):
+        got = by_band.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
+        got["approved"] += 1
+        got["usable"] += items[n].usable
+        got["documents"].add(items[n].doc)
+    by_band = {b: {**g, "documents": len(g["documents"])} for b, g in sorted(by_band.items())}
+    return CvReport(overall, by_doc, policies, dict(kept), auto_all, auto_by_doc if bands else {}, chosen if bands else {},
+                    by_band)
 
 
 def _fmt(value) -> str:
@@ -392,6 +442,9 @@ def render(report: CvReport, subsets: dict[str, Sequence[str]]) -> str:
         chosen = Counter(b for bands in report.bands.values() for b in bands)
         lines.append("bands chosen in how many of the folds: " + (", ".join(f"{b} {n}" for b, n in sorted(chosen.items()))
                                                                   or "none"))
+        tried = ", ".join(f"{b} {g['usable']}/{g['approved']} usable ({g['documents']} docs)"
+                          for b, g in report.auto_by_band.items())
+        lines.append(f"held-out pairs each band auto-approved: {tried or 'none'}")
     return "\n".join(lines)
 
 
@@ -428,12 +481,18 @@ def family_out(items: Sequence[Labelled]) -> dict[str, dict]:
 def auto_policy(items: Sequence[Labelled], report: CvReport) -> dict:
     """The auto-approval policy fitted on every row, with the grouped-CV figures that back it.
 
-    ``bands`` are the bands chosen on every document's held-out verdicts; ``cv`` is how the same choice, made on the
-    other documents in each fold, did on the held-out document. ``meets_target`` is True only when that held-out
-    precision reaches ``TARGET_PRECISION``: the judge auto-approves nothing otherwise."""
+    ``bands`` are the bands chosen on every document's held-out verdicts *and* tried on a held-out document by the
+    nested CV (they decided at least one held-out pair: ``cv_by_band``); a band chosen only where no document of its
+    kind was held out (three test reports: with one held out, two are left, under ``BAND_MIN_DOCUMENTS``) is listed in
+    ``untested_bands`` and not used. ``cv`` is how the choice, made on the other documents in each fold, did on the
+    held-out document. ``meets_target`` is True only when that held-out precision reaches ``TARGET_PRECISION``: the
+    judge auto-approves nothing otherwise."""
     figures = band_figures(items, held_out_verdicts(items))
     precision = report.auto.get("precision")
-    return {"bands": chosen_bands(figures), "band_cv": figures, "cv": report.auto,
+    chosen = chosen_bands(figures)
+    tested = [b for b in chosen if b in report.auto_by_band]
+    return {"bands": tested, "untested_bands": [b for b in chosen if b not in tested],
+            "failing_bands": failing_bands(figures), "band_cv": figures, "cv_by_band": report.auto_by_band, "cv": report.auto,
             "cv_by_family": by_family(report.auto_by_document), "target_precision": TARGET_PRECISION,
             "meets_target": precision is not None and precision >= TARGET_PRECISION}
 

@@ -43,6 +43,7 @@ from schemas.qa_pairs import CRITIC_CRITERIA, LOW_QUALITY, QaPairRow
 from tasks.qa.critic_rules import Signal, names_file, normalised_answer, signals
 from tasks.qa.critic_structure import _norm as norm_title
 from tasks.qa.critic_structure import structure_signals
+from tasks.qa.doc_kind import bands_of, document_kind
 from tasks.qa.pair_context import PairContext
 from tasks.qa.roundtrip import roundtrip_ranks
 from tasks.stage import run_items
@@ -163,6 +164,14 @@ def title_counts(chunks: Sequence[ChunkRow]) -> dict[str, dict[str, int]]:
     return {doc: {t: n for t, n in counts.items() if n >= 2} for doc, counts in out.items()}
 
 
+def document_kinds(chunks: Sequence[ChunkRow]) -> dict[str, str]:
+    """Per document, its kind read off the text of all its chunks (``tasks.qa.doc_kind.document_kind``)."""
+    texts: dict[str, list[str]] = {}
+    for chunk in chunks:
+        texts.setdefault(chunk.doc_id, []).append(chunk.qa_text)
+    return {doc: document_kind(members) for doc, members in texts.items()}
+
+
 def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settings: Settings, k: int) -> dict[str, int]:
     """Per pair id, the rank of its own chunk when its question is searched over every chunk ({} when k is 0)."""
     if not k or not pairs or not chunks:
@@ -180,17 +189,36 @@ def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settin
 
 
 def band_of(row: dict) -> str:
-    """The band a pair's auto-approval is decided per: its question type, the generator rule family a stored pair
-    carries (``qa_pairs`` has no generator-rule column, so calibration and the judge both use this). ``row``: a
-    labelled row, or a pair's ``{"question_type": ...}``."""
+    """The question-type part of a pair's auto-approval band (the generator rule family a stored pair carries:
+    ``qa_pairs`` has no generator-rule column, so calibration and the judge both use this); ``pair_bands`` adds the
+    document kind. ``row``: a labelled row, or a pair's ``{"question_type": ...}``."""
     return str(row.get("question_type") or "unknown")
 
 
+def pair_bands(row: dict) -> tuple[str, ...]:
+    """The auto-approval bands of a pair (``tasks.qa.doc_kind.bands_of``): its document's detected kind, and that
+    kind with its question type. ``row``: a labelled row or a pair's ``{"doc_kind": ..., "question_type": ...}``."""
+    return bands_of(str(row.get("doc_kind") or "other"), band_of(row))
+
+
+def band_decides(bands: Sequence[str], chosen: Iterable[str], failing: Iterable[str] = ()) -> str | None:
+    """The band that lets a pair be auto-approved, or None: the most specific of ``bands`` (kind/question type before
+    the kind) that was measured decides: chosen, it approves; measured on enough pairs and failed (``failing``), it
+    vetoes the wider band ('other' does not approve the 'other/numeric' pairs that missed the bar on their own)."""
+    chosen, failing = set(chosen), set(failing)
+    for band in reversed(tuple(bands)):
+        if band in chosen:
+            return band
+        if band in failing:
+            return None
+    return None
+
+
 def _no_band_reason(auto: dict, measured: float | None, bar: float) -> str:
-    """Why no pair is auto-approved, with the best question type's held-out figures when no type qualified."""
+    """Why no pair is auto-approved, with the best band's held-out figures when no band qualified."""
     if not auto.get("bands") and auto.get("band_cv"):
         name, best = max(auto["band_cv"].items(), key=lambda kv: kv[1].get("precision") or 0.0)
-        return (f"no question type reaches a document-grouped CV precision of {bar:.2f} with enough evidence "
+        return (f"no band (document kind, or kind/question type) reaches a document-grouped CV precision of {bar:.2f} with enough evidence "
                 f"(best: {name} {best['precision']:.2f} on {best['approved']} held-out pairs, 95% lower bound "
                 f"{best.get('lower_bound', 0.0):.2f})")
     shown = "none" if measured is None else f"{measured:.2f}"
@@ -198,13 +226,15 @@ def _no_band_reason(auto: dict, measured: float | None, bar: float) -> str:
             f"qa.auto_approve_min_precision {bar:.2f}")
 
 
-def offline_precision_short(provider: dict[str, str | None], settings: Settings, band: str | None = None,
+def offline_precision_short(provider: dict[str, str | None], settings: Settings, band: str | Sequence[str] | None = None,
                             policy: dict | None = None) -> str:
     """Why the offline critic may not auto-approve a pair of ``band``, or '' when it may (or the critic is a model).
 
+    ``band``: one band or the bands a pair belongs to (``pair_bands``: its document kind, and kind/question type).
     It may when ``qa.auto_approve_min_precision`` is 0, or when the calibrated auto-approval
     (``critic_policy.json``: ``auto_approve``) reached that precision under document-grouped cross-validation and
-    ``band`` is one of the bands it approves; otherwise the reason names the measured figure."""
+    the pair's most specific measured band is one it approves (``band_decides``); otherwise the reason names the
+    measured figures."""
     if provider.get("provider") != "heuristic" or not settings.qa.auto_approve_min_precision:
         return ""
     policy = POLICY if policy is None else policy
@@ -213,17 +243,22 @@ def offline_precision_short(provider: dict[str, str | None], settings: Settings,
     measured = (auto.get("cv") or {}).get("precision")
     if measured is None or measured < bar:
         return f"review: {_no_band_reason(auto, measured, bar)}: every pair waits for review"
-    if band is not None and band not in auto.get("bands", ()):
-        got = (auto.get("band_cv") or {}).get(band)
-        figure = f"{got['precision']:.2f} on {got['approved']} held-out pairs" if got else "not measured"
-        return (f"review: '{band}' pairs are not auto-approved (grouped-CV precision {figure}; auto-approved bands: "
-                f"{', '.join(auto.get('bands', ())) or 'none'})")
-    return ""
+    if band is None:
+        return ""
+    bands = (band,) if isinstance(band, str) else tuple(band)
+    if band_decides(bands, auto.get("bands", ()), auto.get("failing_bands", ())) is not None:
+        return ""
+    figures = auto.get("band_cv") or {}
+    shown = "; ".join(f"{b} {figures[b]['precision']:.2f} on {figures[b]['approved']} held-out pairs" if b in figures
+                      else f"{b} not measured" for b in bands)
+    return (f"review: '{bands[-1]}' pairs are not auto-approved (grouped-CV precision {shown}; auto-approved bands: "
+            f"{', '.join(auto.get('bands', ())) or 'none'})")
 
 
 def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, str | None], failure: str | None,
-            settings: Settings) -> QaPairRow:
-    """The pair with the critic's columns, its ``low_quality`` flags and its status."""
+            settings: Settings, doc_kind: str = "") -> QaPairRow:
+    """The pair with the critic's columns, its ``low_quality`` flags and its status (``doc_kind``: its document's
+    detected kind, which with the question type decides whether the offline critic may auto-approve it)."""
     flags = [f for f in pair.flags if not f.startswith(f"{LOW_QUALITY}:")]
     reasons = [r for r in pair.flag_reasons if not r.startswith(f"{LOW_QUALITY}:")]
     update: dict = {"critic_provider": provider["provider"], "critic_model": provider["model"], "critic_prompt": provider["prompt"]}
@@ -240,7 +275,7 @@ def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, st
         update |= {f"critic_{c}": s for c, s in scores.scores().items()}
         update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
     approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
-    below = offline_precision_short(provider, settings, band_of({"question_type": pair.question_type}))
+    below = offline_precision_short(provider, settings, pair_bands({"doc_kind": doc_kind, "question_type": pair.question_type}))
     if approved and below:
         approved = False
         update["critic_reasons"] = [*update.get("critic_reasons", []), below]
@@ -263,13 +298,37 @@ async def judge_pair(ctx: PairContext, pair: QaPairRow, settings: Settings, gene
     )
     provider = {"provider": generation.provider, "model": generation.model, "prompt": generation.prompt_ref}
     if generation.data is None:
-        return verdict(pair, None, provider, generation.flag or "no usable reply", settings)
+        return verdict(pair, None, provider, generation.flag or "no usable reply", settings, ctx.doc_kind)
     reply = JudgeReply.model_validate(generation.data)
     scores = CriticScores(
         grounded=reply.grounded, standalone=reply.standalone, well_formed=reply.well_formed, useful=reply.useful,
         reasons=tuple(str(r).strip() for r in reply.reasons if str(r).strip()),
     )
-    return verdict(pair, scores, provider, None, settings)
+    return verdict(pair, scores, provider, None, settings, ctx.doc_kind)
+
+
+def pair_contexts(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], documents: Sequence[DocumentRow],
+                  ranks: dict[str, int] | None = None, k: int = 0) -> list[PairContext]:
+    """What the critic sees of every pair, in input order: its chunk, its document's name, kind and chunk-title counts
+    (running heads), how many other chunks give the same answer, its siblings and its round-trip rank (``ranks``)."""
+    by_chunk = {c.chunk_id: c for c in chunks}
+    file_names = {d.doc_id: d.file_name or Path(d.path).name for d in documents}
+    spread = answer_spread(pairs)
+    repeats = title_counts(chunks)
+    kinds = document_kinds(chunks)
+    ranks = ranks or {}
+    by_own: dict[str, list[QaPairRow]] = {}
+    for pair in pairs:
+        by_own.setdefault(pair.chunk_id, []).append(pair)
+    out = []
+    for pair in pairs:
+        also_in = len(spread.get(normalised_answer(pair.answer), set()) - {pair.chunk_id})
+        name = file_names.get(pair.doc_id) or Path(pair.source_path).name
+        out.append(pair_context(pair, by_chunk.get(pair.chunk_id), name, also_in, title_repeats=repeats.get(pair.doc_id, {}),
+                                roundtrip_rank=ranks.get(pair.qa_id), roundtrip_k=k,
+                                siblings=tuple((p.question, p.answer) for p in by_own[pair.chunk_id] if p.question != pair.question),
+                                doc_kind=kinds.get(pair.doc_id, "")))
+    return out
 
 
 async def judge_pairs(
@@ -283,33 +342,22 @@ async def judge_pairs(
 ) -> list[QaPairRow]:
     """Every pair scored by the critic (concurrently), with its ``critic_*`` columns, flags and status, in input order.
 
-    Offline, the critic also runs every question over all ``chunks`` (round trip, ``qa.roundtrip_k``) and counts
-    each document's chunk titles (running heads).
+    Offline, the critic also runs every question over all ``chunks`` (round trip, ``qa.roundtrip_k``), counts
+    each document's chunk titles (running heads) and reads each document's kind (the auto-approval band).
 
     A pair whose judging raised is kept pending with ``low_quality:judge_failed``; the run goes on."""
-    by_chunk = {c.chunk_id: c for c in chunks}
-    file_names = {d.doc_id: d.file_name or Path(d.path).name for d in documents}
-    spread = answer_spread(pairs)
-    repeats = title_counts(chunks)
     k = settings.qa.roundtrip_k if settings.qa.roundtrip_k is not None else int(POLICY.get("k") or 0)
-    ranks = roundtrip_for(pairs, chunks, settings, k)
-    by_own: dict[str, list[QaPairRow]] = {}
-    for pair in pairs:
-        by_own.setdefault(pair.chunk_id, []).append(pair)
+    contexts = dict(zip((p.qa_id for p in pairs), pair_contexts(pairs, chunks, documents, roundtrip_for(pairs, chunks, settings, k), k)))
 
     async def judge(pair: QaPairRow) -> QaPairRow:
-        also_in = len(spread.get(normalised_answer(pair.answer), set()) - {pair.chunk_id})
-        name = file_names.get(pair.doc_id) or Path(pair.source_path).name
-        ctx = pair_context(pair, by_chunk.get(pair.chunk_id), name, also_in, title_repeats=repeats.get(pair.doc_id, {}),
-                           roundtrip_rank=ranks.get(pair.qa_id), roundtrip_k=k,
-                           siblings=tuple((p.question, p.answer) for p in by_own[pair.chunk_id] if p.question != pair.question))
+        ctx = contexts[pair.qa_id]
         try:
             return await judge_pair(ctx, pair, settings, generator, prompt)
         except PromptError:
             raise  # the template and its variables disagree: a bug for every pair, not one pair's bad luck
         except Exception as exc:  # one pair's bug must not abort the run
             provider = {"provider": generator.provider, "model": generator.model, "prompt": generator.prompt_label(prompt)}
-            return verdict(pair, None, provider, f"{type(exc).__name__}: {exc}", settings)
+            return verdict(pair, None, provider, f"{type(exc).__name__}: {exc}", settings, ctx.doc_kind)
 
     return await run_items(pairs, judge, on_done)
 

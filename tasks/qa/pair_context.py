@@ -33,3 +33,5 @@ class PairContext:
     """The own chunk must rank within this many (0: the round trip is not checked)."""
     siblings: tuple[tuple[str, str], ...] = ()
     """(question, answer) of the other pairs generated from the same chunk (a value asked twice)."""
+    doc_kind: str = ""
+    """The kind of the pair's document read off its chunks (``tasks.qa.doc_kind``): the auto-approval band's first part."""

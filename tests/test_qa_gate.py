@@ -1,0 +1,153 @@
+"""The offline critic's auto-approval gate: document kinds read off the text, bands of kind x question type chosen by
+nested document-grouped cross-validation, the provision rules (by registry name) and the held-out coverage."""
+
+from __future__ import annotations
+
+from ragprep.settings import Settings
+from tasks.qa import calibrate
+from tasks.qa.doc_kind import bands_of, document_kind
+from tasks.qa.judge import PairContext, offline_precision_short, pair_bands
+from tasks.qa.registry import RULES, load_all
+
+load_all()
+
+REGULATION = ("S5.1.2 The HIC15 shall not exceed 700. S5.1.3 The chest deflection shall not exceed 63 mm. "
+              "S5.1.4 Each dummy shall be positioned as in S8.1.1 and S8.1.2 with the seat in mid track.")
+RESULTS = ("| Metric | Measured | Limit | Result |\n|---|---|---|---|\n| HIC15 | 412.6 | 700 | pass |\n"
+           "| Chest | 31.4 mm | 63 mm | pass |\n\nMeasured results of test no 3 against the limit: pass.")
+
+
+def ctx(question: str, answer: str, chunk: str = "", **extra) -> PairContext:
+    return PairContext(question=question, answer=answer, chunk_markdown=chunk or f"# T\n\n{answer}", chunk_title="T",
+                       file_name="doc.pdf", question_type="numeric", target_modality="text", language="en", **extra)
+
+
+def fires(name: str, pair: PairContext) -> bool:
+    return bool(RULES[name].check(pair))
+
+
+def test_document_kind_is_read_off_the_text_not_the_file_name():
+    assert document_kind([REGULATION]) == "regulation"
+    assert document_kind([RESULTS]) == "report"
+    assert document_kind(["시험 결과 머리 상해 기준은 700 이하이다. 측정값은 412이다."]) == "korean"
+    assert document_kind(["The ratings use points: each test gives a score, summed into a star rating by the "
+                          "protocol's scoring procedure."]) == "protocol"
+    assert document_kind(["Agenda: airbag vent. Decision: the P2 vent is frozen. Action items: Kim to retest."]) == "meeting"
+    assert document_kind(["Chapter 3 describes the history of the seat belt."]) == "other"
+    # the labelled set's kinds come from the detector run on each document's chunks, never from the file name
+    rows = [{"file_name": "crash_report_x.pptx", "chunk_markdown": REGULATION},
+            {"file_name": "pdf_auto_fmvss_x.pdf", "chunk_markdown": RESULTS}]
+    assert calibrate.document_kinds(rows) == {"crash_report_x.pptx": "regulation", "pdf_auto_fmvss_x.pdf": "report"}
+    assert bands_of("report", "numeric") == ("report", "report/numeric")
+    assert pair_bands({"question_type": "causal"}) == ("other", "other/causal")
+
+
+def test_the_gate_approves_a_pair_when_one_of_its_bands_is_chosen():
+    heuristic = {"provider": "heuristic"}
+    settings = Settings(qa={"auto_approve_min_precision": 0.9})
+    policy = {"auto_approve": {"bands": ["report", "regulation/numeric"], "cv": {"precision": 0.93},
+                               "band_cv": {"regulation": {"precision": 0.86, "approved": 213},
+                                           "regulation/factual": {"precision": 0.85, "approved": 56}}}}
+    assert offline_precision_short(heuristic, settings, ("report", "report/causal"), policy) == ""
+    assert offline_precision_short(heuristic, settings, ("regulation", "regulation/numeric"), policy) == ""
+    held = offline_precision_short(heuristic, settings, ("regulation", "regulation/factual"), policy)
+    assert held.startswith("review: 'regulation/factual'") and "regulation 0.86 on 213 held-out pairs" in held
+    assert "report, regulation/numeric" in held
+
+
+def test_provision_rules_fire_on_their_failure_and_not_on_a_sound_pair():
+    lettered = "# S9.2.3 Door opening\n\n(a) Any side door shall not open.\n(b) For any door:\n(3) Neither the latch nor the hinge shall pull out."
+    assert fires("critic.provision.dropped_item_level", ctx("What does paragraph S9.2.3(3) of FMVSS No. 214 require?",
+                                                             "Neither the latch nor the hinge shall pull out.", lettered))
+    assert not fires("critic.provision.dropped_item_level", ctx("What does paragraph S9.2.3(b)(3) of FMVSS No. 214 require?",
+                                                                 "Neither the latch nor the hinge shall pull out.", lettered))
+    rate = "# 7.6.2.3\n\nThe retractor is tilted at a speed not exceeding 2° per second until it locks."
+    assert fires("critic.provision.rate_as_quantity", ctx("What angle does paragraph 7.6.2.3 specify?", "not exceeding 2°", rate))
+    assert not fires("critic.provision.rate_as_quantity", ctx("What angle does paragraph 7.6.2.3 specify?", "45°",
+                                                              "# 7.6.2.3\n\nThe retractor is tilted by 45° until it locks."))
+    assert fires("critic.provision.past_tense", ctx("What was the CAC in UN Regulation No. 95?", "50 g", doc_kind="regulation"))
+    assert not fires("critic.provision.past_tense", ctx("What was the HIC15 of the driver?", "412.6", doc_kind="report"))
+    assert fires("critic.provision.circular_definition", ctx("What does convertible roof frame mean?",
+                                                             "Convertible roof frame means the frame of a convertible roof."))
+    assert not fires("critic.provision.circular_definition", ctx("What does daylight opening mean?",
+                                                                 "Daylight opening means the maximum unobstructed opening "
+                                                                 "through the glazing surface."))
+    assert fires("critic.provision.approval_procedure", ctx("What does paragraph 3.1.3 require?",
+                                                            "At the opinion of the manufacturer, a vehicle representative "
+                                                            "of the vehicle type to be approved shall be submitted."))
+    assert fires("critic.answer.glued_footnote_word", ctx("What does paragraph 8.4 require?",
+                                                          "B category of vehicles10, shall be equipped with a reminder."))
+    assert not fires("critic.answer.glued_footnote_word", ctx("What does paragraph 8.4 require?",
+                                                              "Vehicles of category M1 shall be equipped with a reminder."))
+
+
+def test_value_rules_read_the_value_in_the_chunk():
+    bound = "# 2.18.2 Seat\n\nThe seat back forms an angle of less than + 10° or - 10° with the vertical."
+    assert fires("critic.answer.bound_dropped", ctx("What angle does paragraph 2.18.2 specify?", "10°", bound))
+    assert not fires("critic.answer.bound_dropped", ctx("What angle does paragraph 2.18.2 specify?", "10°",
+                                                        "# 2.18.2 Seat\n\nThe seat back is tilted by 10° to the rear."))
+    cold = "# 7.5.3\n\nThe component is kept at a temperature of -10° + 1 °C for two hours."
+    assert fires("critic.answer.temperature_as_angle", ctx("What angle does paragraph 7.5.3 specify?", "10°", cold))
+    assert not fires("critic.answer.temperature_as_angle", ctx("What angle does paragraph 7.5.3 specify?", "10°",
+                                                               "# 7.5.3\n\nThe strap is pulled at 10° to the floor."))
+    assert fires("critic.grammar.double_verb", ctx('What heel has an inclination does the "S12.3.2" section specify?', "30°"))
+    assert not fires("critic.grammar.double_verb", ctx('What inclination does the "S12.3.2" section specify for the heel?', "30°"))
+
+
+def test_audit_says_which_bands_are_in_force():
+    from tasks.qa.audit import critic_figures
+
+    policy = {"auto_approve": {"bands": ["report", "other/causal"], "cv": {"precision": 0.93},
+                               "band_cv": {"report": {"precision": 0.96, "approved": 55, "documents": 3},
+                                           "protocol/numeric": {"precision": 0.43, "approved": 7, "documents": 4}}}}
+    figures = critic_figures({"auto_approve": {**policy["auto_approve"], "untested_bands": ["meeting"]}}, 0.9)
+    assert figures.in_force.startswith("auto-approved: pairs the critic passes in the bands report, other/causal")
+    assert "meeting (chosen, but no held-out document could try it)" in figures.in_force
+    notes = " ".join(figures.report().notes)
+    assert "report 0.96 of 55 (3 docs)" in notes and "protocol/numeric" not in notes  # bands under 8 pairs are not listed
+    closed = critic_figures({"auto_approve": {**policy["auto_approve"], "cv": {"precision": 0.87}}}, 0.9)
+    assert "0.87" in closed.in_force and "(report, other/causal) are not in force" in closed.in_force
+    assert "every pair goes to review" in closed.in_force
+
+
+def test_the_most_specific_measured_band_decides():
+    from tasks.qa.judge import band_decides
+
+    assert band_decides(("other", "other/causal"), ["other"]) == "other"  # the type unmeasured: the kind decides
+    assert band_decides(("other", "other/numeric"), ["other"], ["other/numeric"]) is None  # measured and failed: veto
+    assert band_decides(("regulation", "regulation/numeric"), ["regulation/numeric"], ["regulation"]) == "regulation/numeric"
+    assert band_decides(("protocol", "protocol/factual"), ["other"], ["protocol"]) is None
+
+
+def test_a_band_no_held_out_document_could_try_is_not_in_force():
+    def item(doc, usable, band, kind):
+        return calibrate.Labelled(doc, usable, {}, None, {"target_modality": "text", "question_type": band, "doc_kind": kind})
+
+    # three 'report' documents (with one held out, two are left: under the three-document minimum) and four 'other'
+    items = [item(d, True, "numeric", "report") for d in "ABC" for _ in range(10)]
+    items += [item(d, True, "causal", "other") for d in "DEFG" for _ in range(10)]
+    report = calibrate.grouped_cv(items, bands=True)
+    assert report.auto_by_band and set(report.auto_by_band) <= {"other", "other/causal"}  # no report was ever held out
+    policy = calibrate.auto_policy(items, report)
+    assert "report" in policy["untested_bands"] and not {"report", "report/numeric"} & set(policy["bands"])
+    assert policy["bands"] and set(policy["bands"]) <= {"other", "other/causal"}
+
+
+def test_generic_subject_and_wrong_item():
+    assert fires("critic.grammar.generic_subject", ctx("What speed does paragraph S6.3(a) of FMVSS No. 301 specify for the "
+                                                       "vehicle?", "32 km/h"))
+    assert not fires("critic.grammar.generic_subject", ctx("What speed does paragraph S6.3(a) of FMVSS No. 301 specify for "
+                                                           "the moving barrier?", "32 km/h"))
+    items = ("# 2.2.3.1 Ease of fastening\n\na) The CRS shall be positioned on the centreline. b) Route the belt. "
+             "d) Rotation of up to 20 degrees about the x axis is permitted.")
+    assert fires("critic.provision.wrong_item", ctx("What angle does section 2.2.3.1(a) specify?", "up to 20 degrees", items))
+    assert not fires("critic.provision.wrong_item", ctx("What angle does section 2.2.3.1(d) specify?", "up to 20 degrees", items))
+
+
+def test_outside_paragraph_reads_the_cited_paragraph_only():
+    chunk = ("# S7 Test conditions\n\nS7.2 Side moving barrier test conditions. (a) The barrier is as in S8.\n(b) Vehicles "
+             "after 2004 use the conditions of S8 of Standard 214. S7.3 Rear moving barrier test conditions. (a) The "
+             "barrier:\n(2) The barrier is traveling at 48 km/h.")
+    assert fires("critic.provision.outside_paragraph", ctx("What speed does paragraph S7.2(b)(2) specify?", "48 km/h", chunk))
+    assert not fires("critic.provision.outside_paragraph", ctx("What speed does paragraph S7.3(a)(2) specify?", "48 km/h", chunk))
+    assert not fires("critic.provision.outside_paragraph", ctx("What speed does paragraph 9.9 specify?", "48 km/h", chunk))
