@@ -127,6 +127,10 @@ def test_korean_report_hangul_intact(extracted, corpus):
     hangul = sum("\uac00" <= ch <= "\ud7a3" for ch in md)
     assert hangul > 3000
     assert len(result.kind("table")) >= 6
+    # word spaces the text layer lacks (words placed by glyph offsets) are read from the glyph gaps, in text
+    # blocks and table cells alike; a letter-spaced title keeps its word whole
+    assert "대표할 수 있는 대통령령으로" in md and "노동계 대표는 없으나" in md
+    assert "대표할수있는" not in md
 
 
 def test_scan_pages_are_flagged_for_ocr_when_ocr_is_off(extracted, corpus):

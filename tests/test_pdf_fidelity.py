@@ -8,6 +8,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from ragprep.engines.pdf import page_words
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.ingest.chunking import build_chunks, pack_sections, section_paths
@@ -149,6 +150,43 @@ def test_korean_glyph_gap_spacing_is_re_read(tmp_path):
     assert texts and all(e.text_source == "repaired" for e in texts)
     assert "제안요청서에 대한 의문사항은" in "\n".join(c.markdown for c in chunks)
     assert "missing word spaces" in (texts[0].meta or "")
+
+
+def _glyphs(page: pymupdf.Page, x: float, y: float, words: list[str], gap: float, size: float = 11.0) -> float:
+    """Write the words one glyph at a time, a word space only a ``gap`` (as HWP exports do); the end x."""
+    for word in words:
+        for ch in word:
+            page.insert_text((x, y), ch, fontsize=size, fontname=KOREAN_FONT)
+            x += size
+        x += gap
+    return x
+
+
+def test_word_gaps_split_table_cells_and_letter_spacing_is_not_a_word_space(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page()
+    _glyphs(page, 72, 60, list("환경노동위원회"), gap=6.0, size=14.0)  # a letter-spaced title
+    for x in (72, 272, 472):
+        page.draw_line((x, 90), (x, 150))
+    for y in (90, 120, 150):
+        page.draw_line((72, y), (472, y))
+    _glyphs(page, 76, 110, ["구분"], gap=6.0)
+    _glyphs(page, 276, 110, ["내용"], gap=6.0)
+    _glyphs(page, 76, 140, ["위원"], gap=6.0)
+    _glyphs(page, 276, 140, ["대표할", "수", "있는", "단체"], gap=6.0)
+    page.insert_text((72, 200), "English text with its spaces is read as it was.", fontsize=11)
+    path = tmp_path / "gaps.pdf"
+    doc.save(path)
+    result, _ = read(path, tmp_path)
+    (table,) = [e for e in result.elements if e.kind == "table"]
+    assert "| 위원 | 대표할 수 있는 단체 |" in table.text
+    texts = {e.text: e for e in result.elements if e.kind in ("text", "title")}
+    assert "환경노동위원회" in texts and texts["환경노동위원회"].text_source == "text"
+    english = texts["English text with its spaces is read as it was."]
+    assert english.text_source == "text"
+    page = pymupdf.open(path)[0]
+    plain = [w for w in page.get_text("words") if w[4].isascii()]
+    assert [w[:5] for w in page_words(page) if w[4].isascii()] == [w[:5] for w in plain]
 
 
 def test_health_detectors():

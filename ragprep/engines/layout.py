@@ -31,7 +31,7 @@ from typing import Protocol
 
 import pymupdf
 
-from ragprep.engines.pdf import PDF_LOCK, TEXT_FLAGS, join_lines
+from ragprep.engines.pdf import PDF_LOCK, join_lines, page_words
 from ragprep.errors import RagprepError
 
 BBox = tuple[float, float, float, float]
@@ -137,7 +137,7 @@ class PyMuPdfLayoutBackend:
         with PDF_LOCK:
             page.get_layout()
             boxes = list(page.layout_information or [])
-            words = page.get_text("words", flags=TEXT_FLAGS)
+            words = page_words(page)
             size = (round(page.rect.width, 2), round(page.rect.height, 2))
             has_ink = bool(page.get_images()) or bool(page.get_cdrawings())
         regions: list[Region] = []

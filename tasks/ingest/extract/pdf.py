@@ -2,8 +2,8 @@
 
 Per page: text blocks (``pdf_text``) in column-aware reading order (``pdf_order``), less running heads,
 feet and page numbers (``pdf_running``), headings recognised by font size and weight relative
-to the document's body text, text-layer health checked (``pdf_health``: lost word spaces are
-re-read from glyph positions, lost glyphs send the page to OCR; each element records its
+to the document's body text, text-layer health checked (``pdf_health``: word spaces missing from the
+text layer are read from glyph positions, lost glyphs send the page to OCR; each element records its
 ``text_source``), tables found by
 ``find_tables`` (``pdf_table_find``: line strategy, without the layout model) rendered as Markdown with
 the text they cover removed from the blocks (structure, captions and continuations: ``pdf_tables``),
@@ -114,14 +114,11 @@ def _outline(doc: pymupdf.Document) -> list[OutlineEntry]:
     return entries
 
 
-def _repair_spacing(page: pymupdf.Page, textpage: pymupdf.TextPage, result: _Page) -> None:
-    """Re-read the page's blocks with word spaces from glyph gaps when its text has lost them."""
+def _check_spacing(result: _Page) -> None:
+    """Warn when the page's Hangul still lies in long runs after word spaces were read from glyph gaps."""
     reason = lost_spaces(" ".join(b.text for b in result.blocks))
-    if not reason:
-        return
-    result.blocks = text_blocks(page, textpage, result.number, [t.bbox for t in result.tables], spaced=True)
-    for block in result.blocks:
-        block.text_source, block.source_reason = "repaired", reason
+    if reason:
+        result.warnings.append(f"page {result.number}: {reason}, not recoverable from glyph positions")
 
 
 def _text_quality(blocks: list[Block], tables: list[Table]) -> _TextQuality:
@@ -156,7 +153,7 @@ def _scan_page(doc: pymupdf.Document, index: int, ctx: ExtractContext, seen_xref
     if settings.pdf.tables:
         result.tables = find_tables(page, textpage, result.number, result.warnings)
     result.blocks = text_blocks(page, textpage, result.number, [t.bbox for t in result.tables])
-    _repair_spacing(page, textpage, result)
+    _check_spacing(result)
     quality = _text_quality(result.blocks, result.tables)
     result.ocr_reason = _ocr_reason(page, quality, settings, result.blocks)
     if result.ocr_reason and settings.ocr.enabled:

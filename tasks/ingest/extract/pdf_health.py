@@ -9,9 +9,10 @@ Three faults of real text layers are detected per page:
 * missing word spaces (PDFs made from HWP place Korean words by glyph offsets, not space characters):
   Hangul runs far longer than Korean words.
 
-Missing spaces are repaired by reading the characters' boxes (PyMuPDF ``rawdict``): a gap wider than a
-quarter of the font size between two glyphs of a line is a space. Lost glyphs cannot be repaired from
-the text layer: the page is OCRed when OCR is on.
+Missing spaces are repaired where all PDF text is read (``ragprep.engines.pdf.spaced_line_text``: a gap wider
+than a quarter of the font size between two glyphs of a line is a space); a page whose Hangul still lies in
+long runs after that is reported. Lost glyphs cannot be repaired from the text layer: the page is OCRed when
+OCR is on.
 """
 
 from __future__ import annotations
@@ -20,15 +21,11 @@ import re
 import string
 from functools import lru_cache
 
-from ragprep.engines.pdf import join_lines
-
 HANGUL_RUN_RE = re.compile(r"[가-힣]+")
 LONG_HANGUL_RUN = 13
 """Syllables: Korean words (eojeol) are rarely this long; runs this long mean lost spaces."""
 LONG_HANGUL_SHARE = 0.3
 """A page whose Hangul syllables lie this much in long runs has lost its word spaces."""
-SPACE_GAP = 0.25
-"""A gap between glyphs wider than this share of the font size is a word space."""
 MIN_WORDS = 40
 LOST_GLYPH_DICT_SHARE = 0.7
 """A page with fewer English words than this share in the dictionary has lost glyphs."""
@@ -104,24 +101,3 @@ def lost_glyphs(text: str, blocks: list[str] | None = None) -> str | None:
         if gaps >= LOST_GLYPH_MIN_GAPS and gaps >= LOST_GLYPH_GAP_SHARE * words:
             return f"lost glyphs ({gaps} words broken by a missing letter in one block: {block[:40]!r})"
     return None
-
-
-def _line_text(line: dict) -> str:
-    """A rawdict line's characters with a space wherever the gap between two glyphs is wide."""
-    out: list[str] = []
-    prev = None
-    for span in line.get("spans", []):
-        size = span.get("size") or 10.0
-        for char in span.get("chars", []):
-            c = char["c"]
-            if prev is not None and not c.isspace() and out and not out[-1].isspace():
-                if char["bbox"][0] - prev["bbox"][2] > SPACE_GAP * size:
-                    out.append(" ")
-            out.append(c)
-            prev = char
-    return "".join(out)
-
-
-def spaced_block_text(block: dict) -> str:
-    """A rawdict text block's lines with word spaces read from glyph positions, joined like ``join_lines``."""
-    return join_lines([_line_text(line) for line in block.get("lines", [])])

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
+from ragprep.engines.pdf import page_words
 from tasks.ingest.extract.markdown import markdown_table
 from tasks.ingest.extract.pdf_tables import fill_row_spans, header_rows, mark_totals, total_rows
 from tasks.ingest.extract.pdf_text import BBox
@@ -139,7 +140,7 @@ def find_tables(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, war
     words: list[tuple] | None = None
     for table in found_tables:
         if words is None:
-            words = page.get_text("words", textpage=textpage)
+            words = page_words(page, textpage)
         rows = fill_row_spans([row.cells for row in table.rows], [row.bbox for row in table.rows], _table_rows(table, words))
         if not markdown_table(rows):
             continue

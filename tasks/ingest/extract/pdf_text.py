@@ -1,7 +1,8 @@
 """PDF page text: text blocks with their dominant font size and weight, headings, and the garbage ratio.
 
-Blocks come from PyMuPDF's text dict (or its rawdict, when word spaces are re-read from glyph positions by
-``pdf_health``); headings are recognised by font size and weight relative to the document's body text.
+Blocks come from PyMuPDF's rawdict, with word spaces also read from glyph positions (``spaced_line_text``: PDFs
+made from HWP place Korean words by offsets, with no space character); headings are recognised by font size and
+weight relative to the document's body text.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from dataclasses import dataclass
 
 import pymupdf
 
-from ragprep.engines.pdf import join_lines
-from tasks.ingest.extract.pdf_health import spaced_block_text
+from ragprep.engines.pdf import join_lines, spaced_line_text
 
 BOLD_FONT_RE = re.compile(r"bold|black|heavy|semibold|demi|[-,]b\b|bx", re.IGNORECASE)
 CID_RE = re.compile(r"\(cid:\d+\)")
@@ -59,7 +59,7 @@ class Block:
     heading_level: int | None = None
     """1 for a chapter-size heading, 2 for a section heading, None for body text."""
     text_source: str = "text"
-    """text (the text layer as is), repaired (word spaces re-read from glyph positions)."""
+    """text (the text layer as is), repaired (word spaces added from glyph positions)."""
     source_reason: str | None = None
 
 
@@ -67,8 +67,8 @@ def _span_text(span: dict) -> str:
     return span["text"] if "text" in span else "".join(c["c"] for c in span.get("chars", []))
 
 
-def read_blocks(page_number: int, text_dict: dict, spaced: bool = False) -> list[Block]:
-    """The page's text blocks; ``spaced``: ``text_dict`` is a rawdict and word spaces are read from glyph gaps."""
+def read_blocks(page_number: int, text_dict: dict) -> list[Block]:
+    """The page's text blocks from a ``rawdict``; word spaces missing from the text layer are read from glyph gaps."""
     blocks: list[Block] = []
     for block in text_dict.get("blocks", []):
         if block.get("type", 0) != 0:
@@ -76,7 +76,7 @@ def read_blocks(page_number: int, text_dict: dict, spaced: bool = False) -> list
         lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
         for line in block.get("lines", []):
             spans = line.get("spans", [])
-            lines.append("".join(_span_text(span) for span in spans))
+            lines.append(spaced_line_text(line))
             for span in spans:
                 count = len(_span_text(span).strip())
                 if not count:
@@ -85,13 +85,17 @@ def read_blocks(page_number: int, text_dict: dict, spaced: bool = False) -> list
                 n_chars += count
                 if span["flags"] & 16 or BOLD_FONT_RE.search(span.get("font", "")):
                     bold_chars += count
-        text = spaced_block_text(block) if spaced else join_lines(lines)
+        text = join_lines(lines)
         if not text:
             continue
         size = sizes.most_common(1)[0][0] if sizes else 0.0
-        blocks.append(
-            Block(page_number, tuple(round(v, 2) for v in block["bbox"]), text, size, bold_chars > 0.6 * n_chars, len(lines))
+        item = Block(page_number, tuple(round(v, 2) for v in block["bbox"]), text, size, bold_chars > 0.6 * n_chars, len(lines))
+        added = sum(line.count(" ") for line in lines) - sum(
+            _span_text(span).count(" ") for line in block.get("lines", []) for span in line.get("spans", [])
         )
+        if added > 0:
+            item.text_source, item.source_reason = "repaired", f"missing word spaces ({added} read from glyph gaps)"
+        blocks.append(item)
     return blocks
 
 
@@ -121,9 +125,7 @@ def assign_headings(blocks: list[Block]) -> float:
     return body
 
 
-def text_blocks(
-    page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, covered: list[BBox], spaced: bool = False
-) -> list[Block]:
-    """Text blocks, less those inside a ``covered`` box (a table's); ``spaced``: word spaces re-read from glyph positions."""
-    text_dict = page.get_text("rawdict" if spaced else "dict", textpage=textpage, sort=True)
-    return [b for b in read_blocks(number, text_dict, spaced) if not any(_inside(b.bbox, box) for box in covered)]
+def text_blocks(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, covered: list[BBox]) -> list[Block]:
+    """Text blocks, less those inside a ``covered`` box (a table's); word spaces also read from glyph positions."""
+    text_dict = page.get_text("rawdict", textpage=textpage, sort=True)
+    return [b for b in read_blocks(number, text_dict) if not any(_inside(b.bbox, box) for box in covered)]
