@@ -143,7 +143,13 @@ def _locate(text: str, piece: str, cursor: int) -> tuple[int, int] | None:
 
 
 def split_sentences(text: str) -> list[Sentence]:
-    """The sentences of ``text`` in order, each with its offsets; lines without a letter or digit are skipped."""
+    """The sentences of ``text`` in order, each with its offsets; lines without a letter or digit are skipped (cached
+    per text: the splitters are slow, and the same chunk texts are split again by each evaluation set and answer)."""
+    return list(_split_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _split_sentences(text: str) -> tuple[Sentence, ...]:
     out: list[Sentence] = []
     position = 0
     for raw_line in text.splitlines(keepends=True):
@@ -164,4 +170,4 @@ def split_sentences(text: str) -> list[Sentence]:
             cursor = span[1]
             start, end = line_start + body_offset + span[0], line_start + body_offset + span[1]
             out.append(Sentence(clean, start, end))
-    return out
+    return tuple(out)

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragprep.matching.matcher import MatchResult
-from ragprep.matching.scoring import Candidate, content_words, text_facts, word_coverage
+from ragprep.matching.scoring import Candidate, content_words, stem, text_facts, word_coverage
 from ragprep.matching.sentences import is_korean, split_sentences
+from ragprep.text import HANGUL_RE
 from schemas.chunks import ChunkRow
 
 THRESHOLDS = (0.0, 0.3, 0.5, 0.7)
@@ -163,9 +164,10 @@ def _row_sentence(line: str) -> str | None:
     return " / ".join(cells) + "." if len(cells) >= 2 else None
 
 
-def eligible_sentences(chunk: ChunkRow, pool: Sequence[ChunkRow]) -> list[str]:
+def eligible_sentences(chunk: ChunkRow, pool: Sequence[ChunkRow], facts: PoolFacts | None = None) -> list[str]:
     """Sentences of ``chunk`` that identify it: prose of 6-45 words (20-220 characters in Korean), better covered by
-    it than by any other chunk."""
+    it than by any other chunk (``facts``: :class:`PoolFacts` of ``pool``, built here when not given)."""
+    facts = facts or PoolFacts(pool)
     korean = is_korean(_chunk_text(chunk))
     out = []
     texts = [s.text for s in split_sentences(prose(chunk))]
@@ -174,10 +176,36 @@ def eligible_sentences(chunk: ChunkRow, pool: Sequence[ChunkRow]) -> list[str]:
     for text in texts:
         if not _is_sentence(text, korean) or word_coverage(text, text_facts(_chunk_text(chunk))) < 0.99:
             continue
-        if any(other.chunk_id != chunk.chunk_id and word_coverage(text, text_facts(_chunk_text(other))) >= 0.75 for other in pool):
+        if facts.covered_elsewhere(text, chunk.chunk_id, 0.75):
             continue
         out.append(text)
     return out
+
+
+class PoolFacts:
+    """The word facts of every chunk of a pool, and which chunks hold each word stem: answers "does another chunk
+    cover this sentence" (:func:`word_coverage` >= a share) without measuring the sentence against every chunk."""
+
+    def __init__(self, pool: Sequence[ChunkRow]) -> None:
+        self.ids = [c.chunk_id for c in pool]
+        self.facts = [text_facts(_chunk_text(c)) for c in pool]
+        self.by_stem: dict[str, list[int]] = {}
+        for i, facts in enumerate(self.facts):
+            for word_stem in facts.stems:
+                self.by_stem.setdefault(word_stem, []).append(i)
+
+    def covered_elsewhere(self, text: str, chunk_id: str, share: float) -> bool:
+        """Whether a chunk of the pool other than ``chunk_id`` has ``word_coverage(text, its facts) >= share``: the
+        same answer as measuring every chunk (a sentence with Hangul words is measured against every chunk; one
+        without counts stem hits per chunk, whole numbers summed exactly as :func:`word_coverage` sums them)."""
+        words = content_words(text)
+        if not words or any(HANGUL_RE.search(w) for w in words):  # no words: 1.0 everywhere; Korean: partial support
+            return any(cid != chunk_id and word_coverage(text, facts) >= share for cid, facts in zip(self.ids, self.facts))
+        hits: dict[int, int] = {}
+        for word in words:
+            for i in self.by_stem.get(stem(word), ()):
+                hits[i] = hits.get(i, 0) + 1
+        return any(self.ids[i] != chunk_id and float(n) / len(words) >= share for i, n in hits.items())
 
 
 def alter_figure(sentence: str, forbidden: set[str]) -> str | None:
@@ -272,7 +300,8 @@ def build_items(
     """
     rng = random.Random(f"{seed}-{language}")
     pool = sorted((c for c in chunks if (language == "ko") == is_korean(_chunk_text(c))), key=_place)
-    eligible = {c.chunk_id: eligible_sentences(c, pool) for c in pool}
+    facts = PoolFacts(pool)
+    eligible = {c.chunk_id: eligible_sentences(c, pool, facts) for c in pool}
     usable = [c for c in pool if eligible[c.chunk_id]]
     if not usable:
         return []
