@@ -147,32 +147,12 @@ def shared_basetemp(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-SHARED_EMBEDDINGS = "shared-embeddings"
-"""The folder under :func:`shared_basetemp` that holds the session's one passage-vector cache (see
-:func:`share_embeddings`)."""
-
-
-def share_embeddings(root: Path, tmp_path_factory) -> Path:
-    """Point ``root``'s embedding cache (``<root>/cache/embeddings``) at the session's shared one (a symlink to
-    ``SHARED_EMBEDDINGS`` under :func:`shared_basetemp`), so that a text embedded for one fixture's root is not embedded
-    again for another's: the cache is keyed by model + text hash, so a shared one gives the same vectors. Only for roots
-    whose tests do not check caching itself (what was embedded vs reused); ``root`` must not have a cache yet. A copy of
-    the root (``shutil.copytree``, :func:`copy_root`) gets a private snapshot of the cache. Returns ``root``."""
-    shared = shared_basetemp(tmp_path_factory) / SHARED_EMBEDDINGS
-    shared.mkdir(parents=True, exist_ok=True)
-    link = Layout(root).embeddings_cache_dir
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(shared, target_is_directory=True)
-    return root
-
-
 @pytest.fixture(scope="session")
 def ingest_copy(tmp_path_factory):
     """ingest_copy(paths, root) -> Settings: ``paths`` ingested (OCR off, as :func:`ingest_into`) once per run (under
     pytest-xdist the first worker to need it ingests, the others wait on a file lock and reuse it), the prepared root
     copied to ``root`` (which must not exist yet): modules that start from the same documents share one ingest, and
-    each still writes to a root of its own. The copy's embedding cache is the session's shared one
-    (:func:`share_embeddings`)."""
+    each still writes to a root of its own."""
     from filelock import FileLock
 
     shared = shared_basetemp(tmp_path_factory)
@@ -187,7 +167,6 @@ def ingest_copy(tmp_path_factory):
                 ingest_into(prepared / "root", paths)
                 (prepared / "done").touch()
         shutil.copytree(prepared / "root", root)
-        share_embeddings(root, tmp_path_factory)
         return Settings(root=root, ocr={"enabled": False})
 
     return make
