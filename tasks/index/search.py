@@ -22,7 +22,7 @@ from ragprep.storage import Layout
 from ragprep.text import TOKENIZER_ID
 from tasks.dataset.versions import dataset_store
 from tasks.index.loaded import index_embedder, opened_index
-from tasks.index.store import IndexManifest, index_folder
+from tasks.index.store import IndexManifest, SearchHit, SearchIndex, index_folder
 
 SNIPPET_CHARS = 90
 
@@ -66,6 +66,13 @@ def fusion_for(index: IndexSettings, query: str) -> Fusion:
     return Fusion(index.rrf_k, index.bm25_weight, index.sentence_weight)
 
 
+def rank_passages(index: SearchIndex, settings: IndexSettings, query: str, k: int, mode: str,
+                  embedder: Embedder | None) -> list[SearchHit]:
+    """``query``'s ``k`` best passages in ``mode`` with the settings' RRF and the language's fusion: how ``search``,
+    ``ask`` and the query adapter's publish judge rank (``embedder`` encodes the query; BM25 ignores it)."""
+    return index.search(query, k, mode, embedder, settings.rrf_k, settings.rrf_depth, fusion_for(settings, query))
+
+
 def staleness_warnings(manifest: IndexManifest, settings: Settings) -> list[str]:
     """One line per way the index differs from LATEST and the settings (empty when it is current)."""
     warnings = []
@@ -107,8 +114,7 @@ def search_index(settings: Settings, query: str, k: int = 10, mode: str | None =
     used = "none (BM25 only)"
     if embedder is not None:
         embedder, used = encoder(embedder) if encoder else (embedder, f"{embedder.name} (vanilla)")
-    hits = index.with_neighbours(index.search(query, k, mode, embedder, settings.index.rrf_k, settings.index.rrf_depth,
-                                              fusion_for(settings.index, query)), settings.index.expand_chars)
+    hits = index.with_neighbours(rank_passages(index, settings.index, query, k, mode, embedder), settings.index.expand_chars)
     return SearchResult(query=query, mode=mode, k=k, variant=variant, index_version=manifest.version_id,
                         index_embedder=manifest.embedder_name, warnings=warnings, hits=[h.as_dict() for h in hits],
                         encoder=used)

@@ -199,7 +199,7 @@ def cite(question: str, answer: str, ranked: list[tuple[SearchHit, float]], scor
 def ask(settings: Settings, question: str, k: int | None = None, variant: str | None = None) -> AskResult:
     """Answer ``question`` from the index with citations (see the module doc)."""
     from tasks.index.loaded import index_embedder, opened_index
-    from tasks.index.search import fusion_for, staleness_warnings
+    from tasks.index.search import rank_passages, staleness_warnings
     from tasks.index.store import index_folder
     from tasks.train.loading import query_encoder
 
@@ -209,8 +209,7 @@ def ask(settings: Settings, question: str, k: int | None = None, variant: str | 
     layout = Layout(settings.root)
     embedder = index_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
     encoder, encoder_name = query_encoder(layout, embedder)
-    hits = index.search(question, max(k, RERANK_DEPTH), settings.index.mode, encoder, settings.index.rrf_k,
-                        settings.index.rrf_depth, fusion_for(settings.index, question))
+    hits = rank_passages(index, settings.index, question, max(k, RERANK_DEPTH), settings.index.mode, encoder)
     reranker = kept_reranker(settings, embedder)
     ranked = rerank(question, hits, reranker, k)
     passages = [Passage(h.passage_id, h.document, h.where, h.section or h.title, h.text) for h, _ in ranked]

@@ -23,7 +23,7 @@ from ragprep.settings import Settings
 from tasks.dataset.snapshot import ChunkRecord
 from tasks.index.passages import normalised, standard_names
 from tasks.index.queryfile import Query, answers, load_queries
-from tasks.index.search import fusion_for
+from tasks.index.search import rank_passages
 from tasks.index.store import SearchIndex, index_folder
 
 MIN_TITLE_CHARS = 4
@@ -77,8 +77,7 @@ def _mrr(settings: Settings, index: SearchIndex, queries: list[Query], encoder: 
     s = settings.index
     total = 0.0
     for query in queries:
-        hits = index.search(query.question, 10, s.mode, encoder if s.mode != "bm25" else None, s.rrf_k, s.rrf_depth,
-                            fusion_for(s, query.question))
+        hits = rank_passages(index, s, query.question, 10, s.mode, encoder)
         for rank, hit in enumerate(index.with_neighbours(hits, s.expand_chars), start=1):
             if answers(query, hit.document, f"{hit.section}\n{hit.text}"):
                 total += 1 / rank
