@@ -452,3 +452,17 @@ def test_a_load_case_alone_is_no_test_handle():
     load_case = RULES["generate.handle.load_case"].check
     assert load_case("ODB 64 kph") and load_case("Full Width Rigid Barrier 56 km/h")
     assert not load_case("FO-2024-017 ODB 64 km/h") and not load_case("SP-2024-031 Oblique Pole 32 km/h")
+
+
+def test_a_korean_count_table_is_no_zone_grid_and_asks_no_highest_head_count():
+    table = ("|  | 제1기 위원회 | 제2기 위원회 |\n|---|---|---|\n| 여성 | 28명 | 7명 |\n| 농업계 | 1명 | - |\n"
+             "| 청년 | 6명 | 1명 |\n| 시민사회 | 10명 | 2명 |")
+    parsed = parse_table(table)
+    assert parsed is not None and [label for label, _ in parsed.rows][:2] == ["여성", "농업계"]  # short Korean words
+    assert RULES["generate.table.head_count"].check(parsed, 0)
+    handle = Handle(title="탄소중립기본법 일부개정법률안", kind="document")
+    from tasks.qa.rules import _table_candidates
+
+    asked = [c.question for c in _table_candidates(view("# 위원 구성\n\n" + table, handle, language="ko", tables=[("t1", table)]))]
+    assert asked and not any("가장 큰" in q for q in asked)
+    assert any(q.endswith("제1기 위원회의 여성은 몇 명인가요?") for q in asked)

@@ -109,10 +109,14 @@ def _headless(rows: list[list[str]]) -> bool:
     return bool(cells) and (numbers >= max(1, len(cells) / 2) or any(_MEASURE_CELL_RE.search(c) for c in cells))
 
 
+_HANGUL_WORD_RE = re.compile(r"[가-힣]")
+"""A Korean word or counted value is short ("여성", "28명") but no zone code: Korean tables are not zone grids for it."""
+
+
 def _zone_grid(rows: list[list[str]]) -> bool:
     """A figure's zone grid or label layout read as a table: most cells empty or a short code ("A1", "2c", "x")."""
     cells = [c.strip() for r in rows for c in r]
-    short = sum(len(c) <= 3 and not re.fullmatch(r"\d+(?:[.,]\d+)?", c) for c in cells)
+    short = sum(len(c) <= 3 and not re.fullmatch(r"\d+(?:[.,]\d+)?", c) and not _HANGUL_WORD_RE.search(c) for c in cells)
     return len(cells) >= 6 and short >= 0.7 * len(cells)
 
 
@@ -335,6 +339,15 @@ def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
 _TOTAL_LABEL_RE = re.compile(r"^(?:total|sum|overall|all|합계|총계|소계|계|전체)\b", re.IGNORECASE)
 
 
+@rule("generate.table.head_count", "generate", "a table column whose cells count people ('28명', '7명')",
+      "no 'which row is highest' question: head counts by group (women, youth, industry) overlap and are no ranking "
+      "(labelled 'which item is largest over a head-count table': not useful); the cells are still asked one by one")
+def head_counts(table: Table, col: int) -> bool:
+    """True when most cells of the column are counts of people (a number with the counter 명)."""
+    cells = [cells[col].strip() for _, cells in table.rows if col < len(cells) and cells[col].strip() not in ("", "-")]
+    return bool(cells) and sum(bool(re.fullmatch(r"[\d,]+\s?명", c)) for c in cells) >= 0.8 * len(cells)
+
+
 def _highest_rows(table: Table) -> list[tuple[int, str]]:
     """Per named numeric column of a table of comparable categories: (column index, label of its highest row)."""
     if is_metric_table(table) or len(table.rows) < 3:
@@ -344,7 +357,7 @@ def _highest_rows(table: Table) -> list[tuple[int, str]]:
         values = [(parse_number(re.sub(r"[^\d.,-]", "", cells[col])), label) for label, cells in table.rows
                   if col < len(cells) and re.fullmatch(r"-?[\d.,]+\s?(?:%|명|개|건|원|[A-Za-z/]{0,4})", cells[col].strip())]
         values = [(v, label) for v, label in values if v is not None and not _TOTAL_LABEL_RE.match(label)]
-        if len(values) < 3 or len(values) < len(table.rows) - 1:
+        if len(values) < 3 or len(values) < len(table.rows) - 1 or head_counts(table, col):
             continue
         values.sort(reverse=True)
         if values[0][0] != values[1][0]:
