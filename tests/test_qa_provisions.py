@@ -466,3 +466,30 @@ def test_a_korean_count_table_is_no_zone_grid_and_asks_no_highest_head_count():
     asked = [c.question for c in _table_candidates(view("# 위원 구성\n\n" + table, handle, language="ko", tables=[("t1", table)]))]
     assert asked and not any("가장 큰" in q for q in asked)
     assert any(q.endswith("제1기 위원회의 여성은 몇 명인가요?") for q in asked)
+
+
+def test_a_wrapped_cross_reference_is_no_paragraph_start_and_an_appendix_is_named_with_its_annex():
+    assert RULES["generate.provision.reference_line"].check("and a force of 100N shall be applied")
+    assert not RULES["generate.provision.reference_line"].check("Obstruction & Stability of the CRS")
+    text = ("# 2.2.3.4 Obstruction & Stability of the CRS\n\n2.2.3.4 Obstruction & Stability of the CRS\n\n"
+            "f) The CRS shall be returned to the initial position with the belt tightened as per Section\n\n"
+            "2.2.3.2 and a force of 100N shall be applied perpendicular to the CRS.\n\n"
+            "The vehicle meets the requirements if all of the following are met:\n\n"
+            "h) The vehicle interior can accommodate installation of the CRS in all orientations.\n")
+    numbers = {u.number for u in provision_units(view(text, Handle(title="CP 008-1", kind="document")))}
+    assert "2.2.3.4(h)" in numbers and not any(n.startswith("2.2.3.2") for n in numbers)
+    annex = RULES["generate.provision.annex_appendix"].check
+    assert annex(view("x", title="Annex 17 - Appendix 1 Provisions concerning ...")) == "Appendix 1 to Annex 17"
+    assert annex(view("x", title="Annex 4 Collision test procedure")) == "Annex 4"
+    limit = ("# Annex 4 Collision test procedure\n\n4.3.5. The mass of the measuring apparatus shall not change each axle "
+             "reference load by more than 5 per cent.\n")
+    asked = [q for q, _ in made("generate.requirement.limit", view(limit, R95, title="Annex 4 Collision test procedure"))]
+    assert asked and all("paragraph 4.3.5 of Annex 4 to UN Regulation No. 95" in q for q in asked), asked
+
+
+def test_a_figure_label_layout_is_no_table_and_a_figure_pointer_is_no_requirement():
+    assert parse_table("| Zone 5 | Zone 4 | Zone 6 | |\n|---|---|---|---|\n| Zone 1 | Zone 2 | Zone 3 | |") is None
+    assert parse_table("| Test | HIC |\n|---|---|\n| Test 1 | 400 |\n| Test 2 | 500 |") is not None
+    pointer = RULES["generate.provision.cross_reference"].check
+    assert pointer("The anchorages shall be positioned as shown in Figure 1.")
+    assert pointer("For two seater vehicles, specific vehicle provisions must be met as detailed in Section 2.1.")

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only
+from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only, reference_line
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
     Candidate,
@@ -81,10 +81,19 @@ def _title(text: str) -> tuple[str, str]:
     return candidate, body.strip()
 
 
+_ANNEX_RE = re.compile(r"^\s*#*\s*(Annex|Appendix)\s+(\d+[A-Z]?)\b(?:\s*[-–—]\s*(Appendix)\s+(\d+[A-Z]?)\b)?")
+
+
+@rule("generate.provision.annex_appendix", "generate", "the chunk title or first heading ('Annex 17 - Appendix 1 ...')",
+      "a paragraph of an annex's appendix is named with both ('paragraph 1.1 of Appendix 1 to Annex 17 to UN Regulation "
+      "No. 16'): paragraph 1.1 of Annex 17 itself is another paragraph")
 def annex_of(view: ChunkView) -> str:
-    """The annex or appendix a chunk belongs to ("Annex 4"), from its title or first heading; '' when none."""
+    """The annex or appendix a chunk belongs to ("Annex 4", "Appendix 1 to Annex 17"), from its title or first heading;
+    '' when none."""
     for part in [view.title.split(" / ")[0], *view.heading_path[:1]]:
-        found = re.match(r"^\s*#*\s*(Annex|Appendix)\s+(\d+[A-Z]?)\b", part or "")
+        found = _ANNEX_RE.match(part or "")
+        if found and found.group(3):
+            return f"{found.group(3)} {found.group(4)} to {found.group(1)} {found.group(2)}"
         if found:
             return f"{found.group(1)} {found.group(2)}"
     return ""
@@ -121,6 +130,7 @@ def provision_units(view: ChunkView) -> list[Unit]:
     for index, block in enumerate(blocks):
         block = block.strip()
         found = _NUMBER_RE.match(block)
+        found = None if found and reference_line(found.group("rest")) else found
         if found and _MEASURE_RE.match(found.group("rest")):
             continue  # "6.5 in. 30 in.": a figure's dimension label, not paragraph 6.5
         if found and (found.group("number").startswith("S") or "." in found.group("number") or index > 0):
