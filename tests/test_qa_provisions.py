@@ -493,3 +493,23 @@ def test_a_figure_label_layout_is_no_table_and_a_figure_pointer_is_no_requiremen
     pointer = RULES["generate.provision.cross_reference"].check
     assert pointer("The anchorages shall be positioned as shown in Figure 1.")
     assert pointer("For two seater vehicles, specific vehicle provisions must be met as detailed in Section 2.1.")
+
+
+def test_conditions_a_main_clause_depends_on_coordinated_causes_and_sentence_continuations_are_not_asked():
+    deictic = RULES["generate.provision.conditional_deictic"].check
+    assert deictic("Where a range is specified", "be capable of meeting the requirements at all points within the range")
+    assert not deictic("If the strap slips in the buckle by more than 25 mm", "be invalid")
+    assert not RULES["generate.causal.one_predicate"].check(
+        "The pole is 254 mm ±3 mm (10 inches) in diameter and set off from any mounting surface")
+    assert RULES["generate.causal.one_predicate"].check("The passenger airbag is larger")
+    assert not RULES["generate.causal.one_predicate"].check(
+        "The pressure mat is oriented and landmarked prior to testing according to the procedure in the Appendix")
+    continues = RULES["generate.prose.continuation"].check
+    md = ("(2) If a sun roof opening is located forward of the front edge of the upper roof, then in either front "
+          "outboard seating position, target\n\nFH2 is the nearest point that is forward of Plane 24.")
+    assert continues("FH2 is the nearest point that is forward of Plane 24.", md)
+    assert not continues("The pole is a rigid structure.", "# Rigid Pole\n\nCurb Weight Measurement\n\nThe pole is a rigid structure.")
+    text = ("# Annex 8 Partial test\n\n2.2.1. Using the new padding materials, seat, etc. presented for the extension, tests "
+            "shall be repeated.\n\n2.2.1.1. If the HPC calculated from both approval tests is lower, the extension shall be granted.\n")
+    titles = {u.number: u.title for u in provision_units(view(text, R95, title="Annex 8 Partial test"))}
+    assert titles.get("2.2.1.1", "") == ""  # a sentence cut at "etc." is no paragraph title

@@ -74,6 +74,8 @@ def _title(text: str) -> tuple[str, str]:
     if not sep and "." not in text.strip().rstrip("."):
         candidate, body = text.strip().rstrip(".:"), ""
     words = candidate.split()
+    if body[:1].islower():
+        return "", text  # "Using the new padding materials, seat, etc. presented for ...": a sentence, not a title
     if (not 1 <= len(words) <= 9 or re.search(r"\b(?:as follows|following)$", candidate)
             or not _TITLE_WORDS_RE.match(candidate) or _VERB_WORDS & {w.lower() for w in words}
             or re.search(r"\d{2,}", candidate)):
@@ -534,10 +536,21 @@ def _conditional_question(sentence: str, place: str, context: str) -> tuple[str,
     if re.search(r"\b(?:above|below|paragraphs?|this|these|it|they)\b", found.group("condition"), re.IGNORECASE):
         return None  # the condition points elsewhere ("if the test in paragraph 7.2 above ...")
     pointer = re.search(r"\b(?:above|below|following)\b", f"{found.group('subject')} {found.group('rest')}")
-    if len(found.group("condition").split()) < 4 or pointer:
+    deictic = introduced_in_condition(found.group("condition"), found.group("rest"))
+    if len(found.group("condition").split()) < 4 or pointer or deictic:
         return None  # an elliptic condition ("If adjustable"), or a main clause that points elsewhere
     subject = _lower_first(found.group("subject"), context)
     return f"According to {place}, when {found.group('modal')} {subject} {found.group('rest')}?", found.group("condition")
+
+
+@rule("generate.provision.conditional_deictic", "generate", "a conditional requirement's condition and main clause",
+      "the main clause names with 'the' what only the condition introduces ('Where a range is specified, the vehicle must "
+      "meet the requirements at all points within the range'): the question 'when ... within the range?' depends on its "
+      "own answer, so it is not asked")
+def introduced_in_condition(condition: str, rest: str) -> bool:
+    """True when a noun the condition introduces with "a/an" comes back in the main clause as "the <noun>"."""
+    nouns = {m.group(1).lower() for m in re.finditer(r"\b(?:a|an)\s+(?:[a-z\-]+\s+)?([a-z]{3,})\b", condition)}
+    return any(re.search(rf"\bthe\s+(?:[a-z\-]+\s+)?{re.escape(noun)}\b", rest, re.IGNORECASE) for noun in nouns)
 
 
 @rule("generate.provision.conditional", "generate", "a requirement with a leading condition ('If the strap slips ..., "
