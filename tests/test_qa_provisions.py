@@ -513,3 +513,21 @@ def test_conditions_a_main_clause_depends_on_coordinated_causes_and_sentence_con
             "shall be repeated.\n\n2.2.1.1. If the HPC calculated from both approval tests is lower, the extension shall be granted.\n")
     titles = {u.number: u.title for u in provision_units(view(text, R95, title="Annex 8 Partial test"))}
     assert titles.get("2.2.1.1", "") == ""  # a sentence cut at "etc." is no paragraph title
+
+
+def test_criteria_listed_under_a_lead_in_are_asked_for_their_bound():
+    text = ("# 5. Specifications and tests\n\n5.2. Performance criteria\n\n5.2.1.1. The head performance criterion (HPC) shall "
+            "be less than or equal to 1,000; when there is no head contact, then the HPC shall be recorded as \"No Head "
+            "Contact.\"\n\n"
+            "5.2.1.2. The thorax performance criteria shall be:\n\n(a) Rib Deflection Criterion (RDC) less than or equal to "
+            "42 mm;\n\n5.2.1.5. For vehicles with a wheelbase greater than 2 m the test is repeated.\n")
+    pairs = made("generate.provision.criterion_limit", view(text, R95, title="5. Specifications and tests"))
+    assert ("What limit does paragraph 5.2.1.2(a) (Performance criteria) of UN Regulation No. 95 set for the Rib Deflection "
+            "Criterion (RDC)?", "less than or equal to 42 mm") in pairs
+    assert any(q.endswith("set for the head performance criterion (HPC)?") and a == "less than or equal to 1,000"
+               for q, a in pairs)
+    assert len(pairs) == 2  # "For vehicles with a wheelbase greater than 2 m" names no criterion
+    assert made("generate.provision.criterion_limit", view(text, Handle(), title="5.")) == []  # never without a handle
+    asked = text.replace('recorded as \"No Head Contact.\"', "not measured.")  # now the requirement rule asks 5.2.1.1
+    assert any("5.2.1.1" in q for q, _ in made("generate.provision.requirement", view(asked, R95, title="5.")))
+    assert not any("5.2.1.1" in q for q, _ in made("generate.provision.criterion_limit", view(asked, R95, title="5.")))
