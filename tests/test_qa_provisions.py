@@ -531,3 +531,33 @@ def test_criteria_listed_under_a_lead_in_are_asked_for_their_bound():
     asked = text.replace('recorded as \"No Head Contact.\"', "not measured.")  # now the requirement rule asks 5.2.1.1
     assert any("5.2.1.1" in q for q, _ in made("generate.provision.requirement", view(asked, R95, title="5.")))
     assert not any("5.2.1.1" in q for q, _ in made("generate.provision.criterion_limit", view(asked, R95, title="5.")))
+
+
+def test_unread_bounds_offsets_lost_glyph_words_cut_subjects_and_sentence_case_headings():
+    lost = RULES["generate.value.bound_lost"].check
+    assert lost("The seatback angle must be no further forward than a torso angle of ")
+    assert lost("The lateral coordinate of the footrest is obtained by adding ")
+    assert not lost("The impactor shall strike the pole at ")
+    from tasks.qa.rules.provisions import garbled
+
+    assert garbled("When checking a Child Restraint Fixture (CRF) behind the d ive ’s se t")
+    assert not garbled("between and including 100 g and 150 g") and not garbled("in the x and y directions")
+    text = "# Annex 5\n\n1.6. The front and rear track width of the trolley shall be 1,500 ± 10 mm.\n"
+    assert not any("for the front" in q for q, _ in made("generate.provision.value", view(text, R95, title="Annex 5")))
+    from tasks.qa.rules.sections import inner_headings
+
+    md = ("# Intrusion measurements\n\nB-pillar (one point): The B-pillar is marked on the inside of the door opening.\n\n"
+          "Dummy kinematics, contact locations, and kinematic assessments\n\n"
+          "Each dummy is inspected in its undisturbed postcrash position and any damage is noted.\n")
+    assert [h for _, h in inner_headings(md)] == ["Dummy kinematics, contact locations, and kinematic assessments"]
+
+
+def test_a_section_heading_that_is_the_standard_itself_is_no_section():
+    from schemas.chunks import ChunkRow
+    from tasks.qa.generate import chunk_handle
+
+    title = "§ 571.214 Standard No. 214; Side impact protection"
+    chunk = ChunkRow(chunk_id="c", doc_id="d", source_path="fmvss214.pdf", unit="section", page_start=1, title=title,
+                     heading_path=[title], markdown="# x", token_count=5, has_table=False, has_image=False,
+                     has_chart=False, has_ocr=False, element_ids=[])
+    assert chunk_handle(chunk, Handle(title="FMVSS No. 214", kind="standard")).section == ""

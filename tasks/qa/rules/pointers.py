@@ -18,12 +18,20 @@ _LOST_GLYPH_BEFORE_RE = re.compile(r"(?:\S\s{2,}|\d\s+)$")
 cent", "35  0.5 km/h" for "35 ± 0.5 km/h"), or a bare number ("35 0.5 km/h"): the value's bound or its base was lost."""
 
 
+_UNREAD_BOUND_RE = re.compile(r"\bthan\b[^.;,]{0,40}$|\b(?:adding|subtracting|add|subtract|increased by|reduced by|"
+                              r"offset by|plus|minus)\s+$", re.IGNORECASE)
+"""Before a value: a comparison whose bound the value pattern did not read ("no further forward than a torso angle of
+15 degrees"), or an offset ("obtained by adding 25 cm to the brake pedal reference"): the value is a bound or a
+difference, not the quantity itself."""
+
+
 @rule("generate.value.bound_lost", "generate", "the text just before a value (provision values)",
       "two spaces where a glyph was dropped ('elongation  12 per cent' for '≥ 12 per cent'; '35  0.5 km/h' for "
-      "'35 ± 0.5 km/h') or a bare number before it: the bound or base of the value was lost, so it is not asked")
+      "'35 ± 0.5 km/h'), a bare number, an unread comparison ('no further forward than a torso angle of 15 degrees') or "
+      "an offset ('adding 25 cm to') before it: the bound or base of the value was lost, so it is not asked")
 def bound_lost(before: str) -> bool:
     """True when a glyph (a bound "≥", a "±") was dropped just before the value, or a bare number precedes it."""
-    return bool(_LOST_GLYPH_BEFORE_RE.search(before))
+    return bool(_LOST_GLYPH_BEFORE_RE.search(before) or _UNREAD_BOUND_RE.search(before))
 
 
 _ATTRIBUTIVE_RE = re.compile(

@@ -321,8 +321,10 @@ _RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
 
 
 def garbled(answer: str) -> bool:
-    """True when the answer carries an extraction artefact (``_GARBLED_RE``): it would not be grounded as written."""
-    return bool(_GARBLED_RE.search(answer))
+    """True when the answer carries an extraction artefact (``_GARBLED_RE``), or words whose letters the PDF font lost
+    ("behind the d ive ’s se t" for "driver's seat": two or more stray single letters): not grounded as written."""
+    stray = re.findall(r"(?:^|(?<=\s))(?<!\d\s)[b-w](?=\s|’|$)", answer)  # not "a", the axes x-z, nor a unit "100 g"
+    return bool(_GARBLED_RE.search(answer)) or len(stray) >= 2
 
 
 def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
