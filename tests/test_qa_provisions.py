@@ -561,3 +561,13 @@ def test_a_section_heading_that_is_the_standard_itself_is_no_section():
                      heading_path=[title], markdown="# x", token_count=5, has_table=False, has_image=False,
                      has_chart=False, has_ocr=False, element_ids=[])
     assert chunk_handle(chunk, Handle(title="FMVSS No. 214", kind="standard")).section == ""
+
+
+def test_phase_in_production_bookkeeping_is_not_asked():
+    text = ("# S6.1 Phase-in\n\nS6.3 Side moving barrier crash. (c)(3) Vehicles produced by more than one manufacturer. For "
+            "the purpose of calculating average annual production, a vehicle produced by more than one manufacturer shall be "
+            "attributed to a single manufacturer as follows.\n\n(i) A vehicle which is imported shall be attributed to the "
+            "importer.\n\nS6.4 Static rollover. When the vehicle is rotated, fuel spillage shall not exceed the limits of S5.6.\n")
+    asked = [a for _, a in made("generate.provision.requirement", view(text, Handle(title="FMVSS No. 301", kind="standard")))]
+    assert not any("attributed" in a for a in asked)
+    assert any(a.startswith("When the vehicle is rotated") for a in asked)  # the rollover requirement is still asked

@@ -173,10 +173,17 @@ _ADMINISTRATIVE_RE = re.compile(
     r"amendments?\b|effective date|\bapproval\b", re.IGNORECASE)
 
 
+_ATTRIBUTION_RE = re.compile(r"\bshall be attributed to\b|\bproduced by more than one manufacturer\b|\bexcluded from\b[^.]{0,40}"
+                             r"\bphase-in\b", re.IGNORECASE)
+"""Text of a phase-in's production counting ("A vehicle which is imported shall be attributed to the importer."):
+legal bookkeeping, asked by nobody who tests vehicles."""
+
+
 def administrative(view: ChunkView, unit: Unit) -> bool:
     """A unit of an administrative section (transitional provisions, phase-in, penalties, approval marks): its
     sentences are legal procedure, not a fact a safety engineer asks."""
-    return bool(_ADMINISTRATIVE_RE.search(unit.title) or _ADMINISTRATIVE_RE.search(" ".join([view.title, *view.heading_path])))
+    return bool(_ADMINISTRATIVE_RE.search(unit.title) or _ADMINISTRATIVE_RE.search(" ".join([view.title, *view.heading_path]))
+                or _ATTRIBUTION_RE.search(unit.text))
 
 
 _ROMAN = frozenset("i ii iii iv v vi vii viii ix x".split())
