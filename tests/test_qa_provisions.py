@@ -471,6 +471,7 @@ def test_a_korean_count_table_is_no_zone_grid_and_asks_no_highest_head_count():
 def test_a_wrapped_cross_reference_is_no_paragraph_start_and_an_appendix_is_named_with_its_annex():
     assert RULES["generate.provision.reference_line"].check("and a force of 100N shall be applied")
     assert not RULES["generate.provision.reference_line"].check("Obstruction & Stability of the CRS")
+    assert not RULES["generate.provision.reference_line"].check("i-Size equipped vehicles")
     text = ("# 2.2.3.4 Obstruction & Stability of the CRS\n\n2.2.3.4 Obstruction & Stability of the CRS\n\n"
             "f) The CRS shall be returned to the initial position with the belt tightened as per Section\n\n"
             "2.2.3.2 and a force of 100N shall be applied perpendicular to the CRS.\n\n"

@@ -89,5 +89,8 @@ def cross_reference_only(sentence: str) -> bool:
       "the PDF wrapped to the line start ('... tightened as per Section / 2.2.3.2 and a force ...'), not the start of "
       "paragraph 2.2.3.2: the items after it stay under the paragraph they stand in")
 def reference_line(rest: str) -> bool:
-    """True when the text after a line's leading number goes on in lower case: the number was a cross-reference."""
-    return bool(re.match(r"[a-z]", rest.strip()))
+    """True when the text after a line's leading number goes on in lower case ("and a force of ...", "defined in Annex
+    5."): the number was a cross-reference. A title whose first word is a lower-case prefix of a name ("3.1.1 i-Size
+    equipped vehicles", "eCall") is not one."""
+    text = rest.strip()
+    return bool(re.match(r"[a-z]", text)) and not re.match(r"[a-z]{1,3}-?[A-Z]", text)
