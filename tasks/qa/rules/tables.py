@@ -486,11 +486,13 @@ def _chart_candidates(view: ChunkView) -> Iterator[Candidate]:
             ranked = sorted(points, key=lambda p: parse_number(p[1]), reverse=True)
             if parse_number(ranked[0][1]) == parse_number(ranked[1][1]) or parse_number(ranked[0][1]) == 0:
                 continue
-            category, value = ranked[0]
             yield Candidate(
-                _peak_question(name, chart, doc, categories, view.language), category, "comparative", "chart", element_id
+                _peak_question(name, chart, doc, categories, view.language), ranked[0][0], "comparative", "chart", element_id
             )
-            yield Candidate(_value_question(name, chart, doc, category, view.language), value, "numeric", "chart", element_id)
+            if len(ranked) >= 3:  # the peak's own value would be the "highest" question's twin: ask the runner-up's
+                category, value = ranked[1]
+                yield Candidate(_value_question(name, chart, doc, category, view.language), value, "numeric", "chart",
+                                element_id)
 
 
 # --- pictures -----------------------------------------------------------------------------------
