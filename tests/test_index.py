@@ -599,16 +599,19 @@ def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(index
     path = tmp_path / "decks.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = run_query_evaluation(Settings(root=root), path)
-    assert result.languages == {"en": 6, "ko": 13} and Path(result.written).is_file()
+    assert result.languages == {"en": 6, "ko": 15} and Path(result.written).is_file()
     systems = {(s.lang, s.system, s.mode): s for s in result.scores}
     for lang in ("en", "ko"):
         assert {(lang, "one unit per page/slide", "bm25"), (lang, "400-word windows", "bm25")} <= set(systems)
         product = systems[(lang, "ragprep passages", "hybrid (default)")]
         assert product.answer_at_10 == 1.0 and product.median_chars_hit1 <= 2_500, product  # the reading-size target
-    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 19
+    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 21
     assert all(row["hit1"] for row in result.per_query)
     titles = [r.title for r in result.reports()]
-    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 13 questions of decks.jsonl"]
+    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 15 questions of decks.jsonl",
+                      "answer-in-hit retrieval, ko heldout-ko3: 2 questions tagged so"]  # a tagged set is also scored alone
+    tagged = {(s.system, s.mode): s for s in result.split_scores}
+    assert tagged[("ragprep passages", "hybrid (default)")].questions == 2 and ("400-word windows", "bm25") in tagged
 
 
 def test_ask_endpoint_keeps_the_index_loaded_and_finds_every_window_embedded_at_index_time(root):
