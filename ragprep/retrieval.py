@@ -121,22 +121,41 @@ _TABLE_ROW_RE = re.compile(r"^\s*\|")
 _TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
+def first_cell(row: str) -> str:
+    """The first cell of a Markdown table row, stripped (``""`` for an empty one)."""
+    cells = row.strip().strip("|").split("|")
+    return cells[0].strip() if cells else ""
+
+
+def continues_header(row: str, header: str) -> bool:
+    """Whether the table ``row`` just under the rule is a second header row: it repeats the header row's (non-empty)
+    first cell, as a header cell merged over two rows is read into both (``| 구분 | 총인원 | 구성 | | 민간현황 |`` over
+    ``| 구분 | 총인원 | 정부 | 민간 | 학계 | ... |``)."""
+    first = first_cell(header)
+    return bool(first) and first_cell(row) == first
+
+
 def match_pieces(text: str) -> Iterator[str]:
     """What ``sentence_match`` reads one at a time: sentences and lines, and each Markdown table row together with its
-    table's header row (a row's cells are values; what they are is named in the header)."""
+    table's header rows (a row's cells are values; what they are is named in the header; see ``continues_header``)."""
     lines = text.split("\n")
     header = ""
+    heading = False  # still in the header rows (the header row, its rule, rows that continue it)
     for n, line in enumerate(lines):
         if _TABLE_ROW_RE.match(line):
             if _TABLE_RULE_RE.match(line):
                 continue
             if n + 1 < len(lines) and _TABLE_RULE_RE.match(lines[n + 1]):
-                header = line
+                header, heading = line, True
+                yield line
+            elif heading and continues_header(line, header):
+                header = f"{header} {line}"
                 yield line
             else:
+                heading = False
                 yield f"{line} {header}"
             continue
-        header = ""
+        header, heading = "", False
         yield from (piece for piece in _SENTENCE_SPLIT.split(line) if piece.strip())
 
 

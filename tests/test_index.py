@@ -589,6 +589,25 @@ def test_the_sentence_match_reads_a_table_row_with_its_header():
     assert sentence_match(question, table, idf) == 0.75 and sentence_match(question, prose, idf) == 0.5
 
 
+def test_a_second_header_row_is_read_with_every_row_and_repeated_in_every_row_group():
+    from ragprep.retrieval import match_pieces
+    from tasks.index.passages import cut_passages
+
+    # a header cell merged over two rows is read into both: the second row repeats the first's first cell
+    head = "| 구분 | 총인원 | 구성 |  | 민간현황 |\n|---|---|---|---|---|\n| 구분 | 총인원 | 정부 | 민간 | 기타 |"
+    table = head + "\n| 서울 | 40 | 10 | 30 | 법조인(2) |\n| 구분 | 1 | 2 | 3 | 4 |"
+    pieces = list(match_pieces(table))
+    assert pieces[2] == "| 서울 | 40 | 10 | 30 | 법조인(2) | | 구분 | 총인원 | 구성 |  | 민간현황 | | 구분 | 총인원 | 정부 | 민간 | 기타 |"
+    assert pieces[3].startswith("| 구분 | 1 | 2 | 3 | 4 | | 구분 | 총인원 | 구성 |")  # a body row is never a header again
+    single = "| city | total |\n|---|---|\n| city hall | 3 |"  # not the header's first cell: a body row
+    assert list(match_pieces(single))[1] == "| city hall | 3 | | city | total |"
+    rows = "\n".join(f"| 도시{i} | {i} | {i} | {i} | 비고 {i} 설명 문장 하나 둘 셋 넷 |" for i in range(60))
+    passages = cut_passages("c", f"{head}\n{rows}", [], "L", min_words=20, max_words=120)
+    groups = [p for p in passages if "도시" in p.body]
+    assert len(groups) >= 3 and all(p.body.startswith(head + "\n| 도시") for p in groups)
+    assert sum(p.body.count("| 도시") for p in groups) == 60  # every row once, each group under both header rows
+
+
 def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(indexed, tmp_path):
     from tasks.evaluate.queries import run_query_evaluation
 
