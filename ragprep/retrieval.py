@@ -31,7 +31,7 @@ import numpy as np
 
 from ragprep.engines.embedder import Embedder
 from ragprep.library_logs import quiet_library_loggers
-from ragprep.text import tokens
+from ragprep.text import tokens, word_forms
 
 quiet_library_loggers()  # bm25s sets its logger to DEBUG when imported
 
@@ -260,13 +260,25 @@ class Bm25Ranker:
         return math.log(1 + self.size / max(1, df))
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every text for ``query`` (zeros when nothing matches)."""
+        """BM25 score of every text for ``query`` (zeros when nothing matches).
+
+        With the default tokenizer each word of the question counts once: the scores of a word's distinct forms
+        (``ragprep.text.word_forms``: the word, a Korean word without its particle and its morphemes) are averaged, so
+        a Korean compound that yields five forms weighs as much as a noun that yields one (an English word is one form:
+        plain BM25). Another tokenizer scores its tokens summed, as BM25 does."""
         if not self.size:
             return np.zeros(0, dtype=np.float32)
-        known = [t for t in self.tokenize(query) if t in self.model.vocab_dict]
-        if not known:
-            return np.zeros(self.size, dtype=np.float32)
-        return np.asarray(self.model.get_scores(known), dtype=np.float32)
+        vocabulary = self.model.vocab_dict
+        if self.tokenize is not tokens:
+            known = [t for t in self.tokenize(query) if t in vocabulary]
+            return np.asarray(self.model.get_scores(known), dtype=np.float32) if known else np.zeros(self.size, np.float32)
+        total = np.zeros(self.size, dtype=np.float32)
+        for forms in word_forms(query):
+            distinct = list(dict.fromkeys(forms))
+            known = [t for t in distinct if t in vocabulary]
+            if known:
+                total += np.asarray(self.model.get_scores(known), dtype=np.float32) / len(distinct)
+        return total
 
     def ranking(self, query: str, depth: int) -> list[tuple[int, float]]:
         """``(position, score)`` of the best ``depth`` texts sharing a token with ``query``, best first."""

@@ -118,6 +118,26 @@ def test_korean_tokens_drop_particles_and_add_content_morphemes():
     assert tokens("crash test") == ["crash", "test"]  # English words are untouched
 
 
+def test_each_question_word_counts_once_in_bm25():
+    from ragprep.retrieval import Bm25Ranker
+    from ragprep.text import word_forms
+
+    question = "인천 광역 탄소중립위원회의 기타 위원은?"
+    forms = word_forms(question)
+    assert forms[0] == ["인천"] and len(set(forms[2])) >= 4  # a compound yields its word, its stem and its morphemes
+    assert [t for f in forms for t in f] == tokens(question)
+    hub = "탄소중립위원회는 탄소중립위원회의 위원을 위촉하고 광역 탄소중립위원회도 위원회를 둔다. " * 2
+    table = "| 인천 | 30 | 기타 | 의료계(1) |"
+    texts = [hub, table] + [f"filler text number {i} about crash tests" for i in range(20)]
+    ranker = Bm25Ranker.build(texts)
+    # the compound's five forms once outweighed the one specific noun five to one; now each word weighs once
+    assert [i for i, _ in ranker.ranking(question, 2)] == [1, 0]
+    summed = Bm25Ranker.build(texts, lambda text: tokens(text))  # another tokenizer: plain summed BM25
+    assert [i for i, _ in summed.ranking(question, 2)] == [0, 1]
+    english = Bm25Ranker.build(["the belt anchorage", "the crash pulse"])
+    assert np.allclose(english.scores("belt pulse"), english.model.get_scores(["belt", "pulse"]))  # one form a word
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_korean_question_with_particles_finds_its_korean_chunk(indexed, mode):
     root, _ = indexed
