@@ -94,3 +94,52 @@ def reference_line(rest: str) -> bool:
     equipped vehicles", "eCall") is not one."""
     text = rest.strip()
     return bool(re.match(r"[a-z]", text)) and not re.match(r"[a-z]{1,3}-?[A-Z]", text)
+
+
+_POINTER_PREDICATE_RE = re.compile(
+    r"\b(?:shall|must)\s+(?:(?:also|only|still)\s+)?(?:be\s+able\s+to\s+)?"
+    r"(?:meet|satisfy|fulfil+|comply\s+with"
+    r"|be\s+(?:in\s+(?:accordance|conformity|compliance)\s+with|those\s+\w+\s+in|as\s+\w+\s+in|met|satisfied|fulfil+ed)"
+    r"|be\s+\w+ed\s+(?:(?:as\s+)?(?:shown|described|specified|prescribed|set\s+out|defined|given|indicated|detailed)\s+"
+    r"(?:in|under|by)|in\s+(?:accordance|conformity|compliance)\s+with|according\s+to))\b"
+    r"(?P<rest>)", re.IGNORECASE)
+_CRITERIA_MET_RE = re.compile(r"\b(?:criteria|requirements|conditions)\s+(?:specified|set\s+out|listed|given|prescribed)\s+in\s+"
+                              r"(?:paragraphs?|Annex|S\d)[^;]{0,80}\bshall\s+be\s+(?:met|satisfied|fulfil+ed)\b", re.IGNORECASE)
+_PREDICATE_WORDS = 12
+"""The reference must come within this many words of the pointing verb ("shall meet the information requirements of
+Annex 17"): further on, the predicate says something of its own first."""
+
+
+@rule("generate.provision.pointer_predicate", "generate", "a requirement sentence chosen by the provision requirement rule",
+      "the requirement's own predicate only points elsewhere, whatever its subject or condition says ('vehicles of "
+      "categories M1, M2, M3 and N1 shall meet the information requirements of Annex 17', 'shall be those specified in "
+      "Annex 16', 'shall be in accordance with ... the documentation specified in paragraph 1.1', 'at least one of the "
+      "four criteria specified in paragraph 5.3.7.1.1. ... shall be met') and states no value with a unit: asked what "
+      "it requires, the answer is a cross-reference")
+def pointer_predicate(sentence: str) -> bool:
+    """True when what the sentence requires (the words after shall/must) is a pointer to another paragraph, annex,
+    figure or standard within ``_PREDICATE_WORDS`` words, and that predicate states no value with a unit."""
+    if _CRITERIA_MET_RE.search(sentence):
+        return True
+    found = _POINTER_PREDICATE_RE.search(sentence)
+    if not found:
+        return False
+    rest = sentence[found.start("rest"):]
+    head = " ".join(rest.split()[:_PREDICATE_WORDS])
+    if re.search(r"\band\s+(?:shall\s+)?(?:be|is|are)\s+\w+ed\b", rest):
+        return False  # "... comply with the specifications given in Annex 6 and be installed in the front seat ...": more
+    return bool(_REFERENCE_RE.search(head)) and not _VALUE_RE.search(rest)
+
+
+_SELF_SCOPE_RE = re.compile(r"^(?:The\s)?(?:test\s)?(?:procedures?|requirements?|provisions?|methods?)\b[^.]{0,60}\b(?:in|of)\s+this\s+"
+                            r"(?:appendix|annex|regulation|standard|section|part|document)\b[^.]{0,30}\bshall\s+(?:be\s+used|apply)\b",
+                            re.IGNORECASE)
+
+
+@rule("generate.provision.self_scope", "generate", "a requirement sentence chosen by the provision requirement rule",
+      "a sentence that says what the annex or appendix itself is for ('The test procedure and the requirements in this "
+      "appendix shall be used to determine the suitability of seat positions ...') is its scope, not a requirement: "
+      "not asked as what the paragraph requires")
+def self_scope(sentence: str) -> bool:
+    """True when the sentence's subject is this appendix's (annex's, regulation's) own procedure or requirements."""
+    return bool(_SELF_SCOPE_RE.search(sentence))

@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only, reference_line
+from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only, pointer_predicate, reference_line, self_scope
+from tasks.qa.rules.sections import orphan_items
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
     Candidate,
@@ -158,9 +159,23 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 if sub:
                     units.append(Unit(number + _push(items, sub), _inherited(titles, number), sub.group("rest"), lead))
         elif not block.startswith(("|", "!", "*")):
+            if after_list(units, number + items.path(), block):
+                continue  # the paragraph goes on after its list: the sentence is no part of the last item
             lead = bool(_LEAD_IN_RE.search(block)) and not _FAILURE_LEAD_RE.search(block)
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
     return units
+
+
+@rule("generate.provision.after_list", "generate", "a prose block that follows a numbered paragraph's lettered list",
+      "when the list's items end with ';' and its last item with '.' ('(g) The buckle-opening force; (h) Any failure or "
+      "breakage.'), a capitalised block after it ('If by virtue of paragraph 7.7.1. ... the test report shall describe "
+      "...') goes on with the paragraph, not with item (h): it is not asked as the last item")
+def after_list(units: list[Unit], label: str, block: str) -> bool:
+    """True when ``block`` starts a new sentence after a closed ';'-list whose last item is ``label``."""
+    items = [u for u in units if u.number.startswith(label.split("(")[0] + "(")]
+    if "(" not in label or len(items) < 2 or not block[:1].isupper() or units[-1].number != label:
+        return False
+    return items[-1].text.rstrip().endswith(".") and sum(u.text.rstrip().endswith(";") for u in items[:-1]) >= 1
 
 
 _LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
@@ -304,9 +319,10 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s?°?\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
+_GARBLED_RE = re.compile(r"\d\s?°?C?\s\+\s?\d|\b[a-z]{2,}-\s(?!(?:and|or|to|nor|as|through)\b)[a-z]{2,}|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
                          r"|\d\s?°\s{2,}\d")
-"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C" (± read as +), "15°  10°" (the ± lost), "kN/mP2P" (a
+"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C", "-10 °C + 1 °C" (± read as +), "al- cohol" (a
+line-break hyphen left in a word; "front- and rear-facing" is none), "15°  10°" (the ± lost), "kN/mP2P" (a
 superscript), "vehicles10", "Regulation11" (a footnote mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
@@ -385,7 +401,7 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
     if view.language != "en" or not doc_phrase(view):
         return
     units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
-    if not units and _section_ok(view):  # unnumbered prose: the section heading names where the value stands
+    if not units and _section_ok(view) and not orphan_items(view.markdown):  # unnumbered prose: the section heading names where the value stands
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
         values = _values(text)
@@ -448,7 +464,7 @@ def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
         return ""
     if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
         return ""  # a continuation, a lead-in to a list ("the following requirements must be met."), or garbled
-    if cross_reference_only(sentence):
+    if cross_reference_only(sentence) or pointer_predicate(sentence) or self_scope(sentence):
         return ""
     return sentence if _REQUIREMENT_RE.search(sentence) or unit.criterion else ""
 
