@@ -131,8 +131,8 @@ def pointer_predicate(sentence: str) -> bool:
     return bool(_REFERENCE_RE.search(head)) and not _VALUE_RE.search(rest)
 
 
-_SELF_SCOPE_RE = re.compile(r"^(?:The\s)?(?:test\s)?(?:procedures?|requirements?|provisions?|methods?)\b[^.]{0,60}\b(?:in|of)\s+this\s+"
-                            r"(?:appendix|annex|regulation|standard|section|part|document)\b[^.]{0,30}\bshall\s+(?:be\s+used|apply)\b",
+_SELF_SCOPE_RE = re.compile(r"^(?:The\s)?(?:test\s)?(?:procedures?|requirements?|provisions?|methods?)\b[^.]{0,60}"
+                            r"\b(?:in|of)\s+this\s+(?:appendix|annex|regulation|standard|section|part|document)\b[^.]{0,30}\bshall\s+(?:be\s+used|apply)\b",
                             re.IGNORECASE)
 
 

@@ -319,7 +319,8 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s?°?C?\s\+\s?\d|\b[a-z]{2,}-\s(?!(?:and|or|to|nor|as|through)\b)[a-z]{2,}|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
+_GARBLED_RE = re.compile(r"\d\s?°?C?\s\+\s?\d|\b[a-z]{2,}-\s(?!(?:and|or|to|nor|as|through)\b)[a-z]{2,}"
+                         r"|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
                          r"|\d\s?°\s{2,}\d")
 """An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C", "-10 °C + 1 °C" (± read as +), "al- cohol" (a
 line-break hyphen left in a word; "front- and rear-facing" is none), "15°  10°" (the ± lost), "kN/mP2P" (a
@@ -401,7 +402,7 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
     if view.language != "en" or not doc_phrase(view):
         return
     units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
-    if not units and _section_ok(view) and not orphan_items(view.markdown):  # unnumbered prose: the section heading names where the value stands
+    if not units and _section_ok(view) and not orphan_items(view.markdown):  # unnumbered prose: named by its heading
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
         values = _values(text)
@@ -464,6 +465,8 @@ def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
         return ""
     if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
         return ""  # a continuation, a lead-in to a list ("the following requirements must be met."), or garbled
+    if re.search(r";\s+(?:and|or)\s", sentence):
+        return ""  # list items run together ("Location of points at which ...; and shoulder height."): no sentence
     if cross_reference_only(sentence) or pointer_predicate(sentence) or self_scope(sentence):
         return ""
     return sentence if _REQUIREMENT_RE.search(sentence) or unit.criterion else ""
