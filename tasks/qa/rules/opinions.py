@@ -3,7 +3,8 @@
 A Korean review report (검토보고서) states its opinion in the "검토의견" section in nominal sentence endings:
 "... 법적 근거를 마련하려는 것으로 그 취지는 타당한 방향으로 보임." (the committee's verdict on the bill's aim),
 "... 점을 고려할 필요가 있음." (what it asks to consider), "... 의견을 제출하였음." / "... 지적이 제기되고 있음."
-(the objections it reports). A user asks for these first; the answer is the whole sentence as the chunk states it.
+(the objections it reports). A user asks for these first; the answer is the whole sentence,
+a span of the chunk over its line breaks.
 
 A chart over two stages (two years, two builds "P1"/"P2") has no peak worth asking ("which of two years is
 higher" is the value's twin), but its change is the fact: "How did "College Enrollment" change from 2000 to 2008
@@ -76,10 +77,11 @@ def _inside_word(before: str, line: str) -> bool:
         re.search(r"\d$", last) and re.match(r"\d", first))
 
 
-def _verbatim_ko(sentence: str, markdown: str) -> bool:
-    """True when every word of ``sentence`` is in the chunk once its line breaks are ignored."""
-    flat = re.sub(r"\s+", "", markdown)
-    return re.sub(r"\s+", "", sentence) in flat
+def _verbatim_ko(sentence: str, markdown: str) -> str:
+    """``sentence`` as the chunk writes it, over the PDF's line breaks (an answer is a span of its chunk), or ''."""
+    pattern = r"\s*".join(re.escape(ch) for ch in re.sub(r"\s+", "", sentence))
+    found = re.search(pattern, markdown)
+    return found.group(0) if found else ""
 
 
 @rule("generate.opinion.review_ko", "generate", "a Korean review report's '검토의견' section (prose sentences)",
@@ -95,9 +97,11 @@ def review_opinion_candidates(view: ChunkView) -> Iterator[Candidate]:
     place = where(view)
     asked: set[str] = set()
     for found in _KO_SENTENCE_RE.finditer(_ko_prose(view.markdown)):
-        sentence = found.group(0).strip()[:-1]
-        if not sentence or len(sentence) > MAX_OPINION_CHARS or not _verbatim_ko(sentence, view.markdown):
+        sentence = found.group(0).strip()
+        answer = _verbatim_ko(sentence, view.markdown) if len(sentence) <= MAX_OPINION_CHARS else ""
+        if not answer:
             continue
+        sentence = sentence[:-1]
         for ending, asks in _OPINIONS:
             topic = _TOPIC_RE.match(sentence)
             reported = asks.startswith("어떤")  # an objection or criticism the review reports, not its own view
@@ -105,7 +109,7 @@ def review_opinion_candidates(view: ChunkView) -> Iterator[Candidate]:
             question = lead + (f"{topic.group('topic')}에 대해 " if topic else "") + asks
             if ending.search(sentence) and question not in asked:
                 asked.add(question)
-                yield Candidate(question, sentence + ".", "factual", "text")
+                yield Candidate(question, answer, "factual", "text")
                 break
 
 

@@ -9,6 +9,7 @@ on any of them names the wrong owner, drops the bound or answers with a cross-re
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from tasks.qa.registry import rule
 from tasks.qa.rules.subjects import _NOUN_HEADS
@@ -143,3 +144,24 @@ _SELF_SCOPE_RE = re.compile(r"^(?:The\s)?(?:test\s)?(?:procedures?|requirements?
 def self_scope(sentence: str) -> bool:
     """True when the sentence's subject is this appendix's (annex's, regulation's) own procedure or requirements."""
     return bool(_SELF_SCOPE_RE.search(sentence))
+
+
+@rule("generate.provision.after_list", "generate", "a prose block that follows a numbered paragraph's lettered list",
+      "when the list's items end with ';' and its last item with '.' ('(g) The buckle-opening force; (h) Any failure or "
+      "breakage.'), a capitalised block after it ('If by virtue of paragraph 7.7.1. ... the test report shall describe "
+      "...') goes on with the paragraph, not with item (h): it is not asked as the last item")
+def after_list(units: Sequence, label: str, block: str) -> bool:
+    """True when ``block`` starts a new sentence after a closed ';'-list whose last item is ``label`` (``units``: the
+    provision units so far, each with ``number`` and ``text``)."""
+    items = [u for u in units if u.number.startswith(label.split("(")[0] + "(")]
+    if "(" not in label or len(items) < 2 or not block[:1].isupper() or units[-1].number != label:
+        return False
+    return items[-1].text.rstrip().endswith(".") and sum(u.text.rstrip().endswith(";") for u in items[:-1]) >= 1
+
+
+def not_its_own(sentence: str) -> bool:
+    """True when a paragraph's first sentence is no requirement of its own: a pointer (``cross_reference_only``,
+    ``pointer_predicate``), the annex's own scope (``self_scope``) or list items run together ("Location of points at
+    which displacement shall be measured; and shoulder height.")."""
+    return bool(cross_reference_only(sentence) or pointer_predicate(sentence) or self_scope(sentence)
+                or re.search(r";\s+(?:and|or)\s", sentence))

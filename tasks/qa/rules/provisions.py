@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only, pointer_predicate, reference_line, self_scope
+from tasks.qa.rules.pointers import after_list, attributive, bound_lost, not_its_own, reference_line
 from tasks.qa.rules.sections import orphan_items
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
@@ -164,18 +164,6 @@ def provision_units(view: ChunkView) -> list[Unit]:
             lead = bool(_LEAD_IN_RE.search(block)) and not _FAILURE_LEAD_RE.search(block)
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
     return units
-
-
-@rule("generate.provision.after_list", "generate", "a prose block that follows a numbered paragraph's lettered list",
-      "when the list's items end with ';' and its last item with '.' ('(g) The buckle-opening force; (h) Any failure or "
-      "breakage.'), a capitalised block after it ('If by virtue of paragraph 7.7.1. ... the test report shall describe "
-      "...') goes on with the paragraph, not with item (h): it is not asked as the last item")
-def after_list(units: list[Unit], label: str, block: str) -> bool:
-    """True when ``block`` starts a new sentence after a closed ';'-list whose last item is ``label``."""
-    items = [u for u in units if u.number.startswith(label.split("(")[0] + "(")]
-    if "(" not in label or len(items) < 2 or not block[:1].isupper() or units[-1].number != label:
-        return False
-    return items[-1].text.rstrip().endswith(".") and sum(u.text.rstrip().endswith(";") for u in items[:-1]) >= 1
 
 
 _LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
@@ -465,9 +453,7 @@ def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
         return ""
     if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
         return ""  # a continuation, a lead-in to a list ("the following requirements must be met."), or garbled
-    if re.search(r";\s+(?:and|or)\s", sentence):
-        return ""  # list items run together ("Location of points at which ...; and shoulder height."): no sentence
-    if cross_reference_only(sentence) or pointer_predicate(sentence) or self_scope(sentence):
+    if not_its_own(sentence):
         return ""
     return sentence if _REQUIREMENT_RE.search(sentence) or unit.criterion else ""
 
