@@ -81,8 +81,8 @@ def _subject(sentence: str) -> tuple[str, str] | None:
         return None
     subject = _MODIFIER_RE.sub("", match.group("subject").strip())
     words = subject.lower().split()
-    if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}", subject):
-        return None
+    if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}|\d\.\d", subject):
+        return None  # "a maximum of 0.5 kg/m2 ..." is the value, not what it limits
     if _VAGUE_WORDS & set(words) or len([w for w in words if w not in _DETERMINERS]) < 2:
         return None  # "the threshold", "the load quoted above": which one only the chunk says
     if not _UNIT_VALUE_RE.search(body[match.end():]):
