@@ -133,3 +133,15 @@ def test_a_chart_over_two_stages_asks_each_series_change_with_both_values():
         "from 37.5 in P1 to 31.4 in P2")
     regions = "| Category | Share |\n|---|---|\n| Asian | 32 |\n| White | 37 |"  # two categories that are no stages
     assert made("generate.chart.stage_change", view("# x", DECK, charts=(("e3", "Share", regions),))) == []
+
+
+def test_a_requirement_that_refers_back_or_an_item_requirement_read_as_title_is_not_asked():
+    back = RULES["generate.provision.back_reference"].check
+    assert back("Where there is no such door, it shall be possible to allow the evacuation of all the occupants.")
+    assert back("For vehicles of category N1 this evacuation may be done via an emergency window.")
+    assert not back("The rigid parts of the safety-belt, such as buckles, shall not have sharp edges.")
+    assert not back("During this test, the steady load of 0.5 daN shall be maintained.")
+    text = ("# 5.3 Particular requirements\n\n5.3.3.1. Open at least one door per row of seats. Where there is no such door, "
+            "it shall be possible to allow the evacuation of all the occupants by activating the displacement system.\n")
+    r95 = Handle(title="UN Regulation No. 95", kind="standard")
+    assert made("generate.provision.requirement", view(text, r95)) == []  # no title '(Open at least one door ...)'

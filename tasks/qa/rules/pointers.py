@@ -159,9 +159,23 @@ def after_list(units: Sequence, label: str, block: str) -> bool:
     return items[-1].text.rstrip().endswith(".") and sum(u.text.rstrip().endswith(";") for u in items[:-1]) >= 1
 
 
+_BACK_REFERENCE_RE = re.compile(
+    r"\b(?:this|these|such|said)\s+(?!(?:Regulation|regulation|annex|Annex|standard|Standard|paragraph|appendix|Appendix|"
+    r"test|tests|section|part|Part|as|that|is|are|was|were)\b)[a-z]")
+
+
+@rule("generate.provision.back_reference", "generate", "the first ten words of a requirement sentence",
+      "a noun taken up from the sentence before ('Where there is no such door, ...', 'For vehicles of category N1 this "
+      "evacuation may ...', 'shall meet these vehicle-to-pole test requirements'): the requirement is not whole without "
+      "it, so it is not asked as what the paragraph requires")
+def back_reference(sentence: str) -> bool:
+    """True when the sentence's opening words refer back ("such door", "this evacuation", "these ... requirements")."""
+    return bool(_BACK_REFERENCE_RE.search(" ".join(sentence.split()[:10])))
+
+
 def not_its_own(sentence: str) -> bool:
     """True when a paragraph's first sentence is no requirement of its own: a pointer (``cross_reference_only``,
-    ``pointer_predicate``), the annex's own scope (``self_scope``) or list items run together ("Location of points at
-    which displacement shall be measured; and shoulder height.")."""
+    ``pointer_predicate``), the annex's own scope (``self_scope``), a back reference (``back_reference``) or list items
+    run together ("Location of points at which displacement shall be measured; and shoulder height.")."""
     return bool(cross_reference_only(sentence) or pointer_predicate(sentence) or self_scope(sentence)
-                or re.search(r";\s+(?:and|or)\s", sentence))
+                or back_reference(sentence) or re.search(r";\s+(?:and|or)\s", sentence))

@@ -79,8 +79,8 @@ def _title(text: str) -> tuple[str, str]:
         return "", text  # "Using the new padding materials, seat, etc. presented for ...": a sentence, not a title
     if (not 1 <= len(words) <= 9 or re.search(r"\b(?:as follows|following)$", candidate)
             or not _TITLE_WORDS_RE.match(candidate) or _VERB_WORDS & {w.lower() for w in words}
-            or re.search(r"\d{2,}", candidate)):
-        return "", text
+            or re.search(r"\d{2,}|\bat (?:least|most)\b|\bno(?:t)? (?:more|less) than\b", candidate)):
+        return "", text  # "Open at least one door per row of seats.": the item's requirement, not its title
     return candidate, body.strip()
 
 
