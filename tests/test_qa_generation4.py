@@ -28,6 +28,8 @@ def test_a_requirement_whose_predicate_only_points_elsewhere_is_not_asked():
     assert pointer("The types of safety-belts for each seating position shall be those specified in Annex 16.")
     assert pointer("After the impact at least one of the four criteria specified in paragraph 5.3.7.1.1. through "
                    "paragraph 5.3.7.1.4.2. shall be met.")
+    assert pointer("The force-deflection of the impactor as a whole shall fall between corridors of Figure 2e.")
+    assert pointer("If parts are not energized, the protection shall be proved by either 5.3.7.1.3. or 5.3.7.1.4. below.")
     # the predicate goes on with a requirement of its own, or states a value: not a pointer
     assert not pointer("The side impact dummy shall comply with the specifications given in Annex 6 and be installed in "
                        "the front seat on the impact side.")

@@ -106,6 +106,12 @@ _POINTER_PREDICATE_RE = re.compile(
     r"(?P<rest>)", re.IGNORECASE)
 _CRITERIA_MET_RE = re.compile(r"\b(?:criteria|requirements|conditions)\s+(?:specified|set\s+out|listed|given|prescribed)\s+in\s+"
                               r"(?:paragraphs?|Annex|S\d)[^;]{0,80}\bshall\s+be\s+(?:met|satisfied|fulfil+ed)\b", re.IGNORECASE)
+_TAIL_POINTER_RE = re.compile(
+    r"(?:\b(?:requirements?|corridors?|limits?|curves?|conditions?|criteria)\s+(?:of|in|indicated\s+in|specified\s+in|"
+    r"shown\s+in|given\s+in|set\s+out\s+in)\s+(?:this\s+annex|Figure\s+\S+|paragraphs?\s+\S+)"
+    r"|\bby\s+either\s+(?:paragraph\s+)?\d[\d.]*\s+or\s+(?:paragraph\s+)?\d[\d.]*(?:\s+(?:above|below))?)\.?$", re.IGNORECASE)
+"""A sentence that ends on what it points to ("... shall fall between corridors of Figure 2e.", "... signals complying
+with the requirements indicated in this annex.", "... shall be proved by either 5.3.7.1.3. or 5.3.7.1.4. below.")."""
 _PREDICATE_WORDS = 12
 """The reference must come within this many words of the pointing verb ("shall meet the information requirements of
 Annex 17"): further on, the predicate says something of its own first."""
@@ -115,12 +121,12 @@ Annex 17"): further on, the predicate says something of its own first."""
       "the requirement's own predicate only points elsewhere, whatever its subject or condition says ('vehicles of "
       "categories M1, M2, M3 and N1 shall meet the information requirements of Annex 17', 'shall be those specified in "
       "Annex 16', 'shall be in accordance with ... the documentation specified in paragraph 1.1', 'at least one of the "
-      "four criteria specified in paragraph 5.3.7.1.1. ... shall be met') and states no value with a unit: asked what "
-      "it requires, the answer is a cross-reference")
+      "four criteria specified in paragraph 5.3.7.1.1. ... shall be met', '... shall fall between corridors of Figure 2e.') "
+      "and states no value with a unit: asked what it requires, the answer is a cross-reference")
 def pointer_predicate(sentence: str) -> bool:
     """True when what the sentence requires (the words after shall/must) is a pointer to another paragraph, annex,
     figure or standard within ``_PREDICATE_WORDS`` words, and that predicate states no value with a unit."""
-    if _CRITERIA_MET_RE.search(sentence):
+    if _CRITERIA_MET_RE.search(sentence) or _TAIL_POINTER_RE.search(sentence.strip()) and not _VALUE_RE.search(sentence):
         return True
     found = _POINTER_PREDICATE_RE.search(sentence)
     if not found:
