@@ -72,6 +72,7 @@ HEAVY_FIRST = (
     "test_serve_supervision",
     "test_service",
     "test_quotes",
+    "test_refmatch_ask",
     "test_index_state",
     "test_packaging",
     "test_pdf_extract",
