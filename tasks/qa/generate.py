@@ -136,6 +136,8 @@ def document_handles(
         test_name = _header_value(header, "Test Name")
         kind = _kind(document, members[0].source_path)
         title = _document_title(document, members)
+        if test_name and handles.load_case_only(test_name):
+            test_name = ""  # "ODB 64 kph" alone names no test: the report's own title names it, or nothing does
         if not title and not test_name:
             first = [c.markdown for c in members if (c.page_start or c.slide or 1) <= 2]
             title = handles.identifier([c.title for c in members], first)
@@ -189,6 +191,8 @@ def chunk_handle(chunk: ChunkRow, document: rules.Handle | None, carried: str = 
     if base.kind == "standard" and chunk.heading_path:  # an extract that carries a second standard ("§ 571.227 ...")
         own = handles.identifier([], [chunk.heading_path[0]])
         title = own if own and own != base.title else title
+    if section and base.kind == "standard" and handles.identifier([], [section]) == title:
+        section = ""  # "§ 571.214 Standard No. 214; Side impact protection" is the standard itself, not a section of it
     return rules.Handle(base.test_name, base.stage, title, base.kind, section, kind, base.date, base.running_heads)
 
 

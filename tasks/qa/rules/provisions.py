@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
+from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only, reference_line
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
     Candidate,
@@ -73,6 +74,8 @@ def _title(text: str) -> tuple[str, str]:
     if not sep and "." not in text.strip().rstrip("."):
         candidate, body = text.strip().rstrip(".:"), ""
     words = candidate.split()
+    if body[:1].islower():
+        return "", text  # "Using the new padding materials, seat, etc. presented for ...": a sentence, not a title
     if (not 1 <= len(words) <= 9 or re.search(r"\b(?:as follows|following)$", candidate)
             or not _TITLE_WORDS_RE.match(candidate) or _VERB_WORDS & {w.lower() for w in words}
             or re.search(r"\d{2,}", candidate)):
@@ -80,10 +83,19 @@ def _title(text: str) -> tuple[str, str]:
     return candidate, body.strip()
 
 
+_ANNEX_RE = re.compile(r"^\s*#*\s*(Annex|Appendix)\s+(\d+[A-Z]?)\b(?:\s*[-–—]\s*(Appendix)\s+(\d+[A-Z]?)\b)?")
+
+
+@rule("generate.provision.annex_appendix", "generate", "the chunk title or first heading ('Annex 17 - Appendix 1 ...')",
+      "a paragraph of an annex's appendix is named with both ('paragraph 1.1 of Appendix 1 to Annex 17 to UN Regulation "
+      "No. 16'): paragraph 1.1 of Annex 17 itself is another paragraph")
 def annex_of(view: ChunkView) -> str:
-    """The annex or appendix a chunk belongs to ("Annex 4"), from its title or first heading; '' when none."""
+    """The annex or appendix a chunk belongs to ("Annex 4", "Appendix 1 to Annex 17"), from its title or first heading;
+    '' when none."""
     for part in [view.title.split(" / ")[0], *view.heading_path[:1]]:
-        found = re.match(r"^\s*#*\s*(Annex|Appendix)\s+(\d+[A-Z]?)\b", part or "")
+        found = _ANNEX_RE.match(part or "")
+        if found and found.group(3):
+            return f"{found.group(3)} {found.group(4)} to {found.group(1)} {found.group(2)}"
         if found:
             return f"{found.group(1)} {found.group(2)}"
     return ""
@@ -120,6 +132,7 @@ def provision_units(view: ChunkView) -> list[Unit]:
     for index, block in enumerate(blocks):
         block = block.strip()
         found = _NUMBER_RE.match(block)
+        found = None if found and reference_line(found.group("rest")) else found
         if found and _MEASURE_RE.match(found.group("rest")):
             continue  # "6.5 in. 30 in.": a figure's dimension label, not paragraph 6.5
         if found and (found.group("number").startswith("S") or "." in found.group("number") or index > 0):
@@ -160,10 +173,17 @@ _ADMINISTRATIVE_RE = re.compile(
     r"amendments?\b|effective date|\bapproval\b", re.IGNORECASE)
 
 
+_ATTRIBUTION_RE = re.compile(r"\bshall be attributed to\b|\bproduced by more than one manufacturer\b|\bexcluded from\b[^.]{0,40}"
+                             r"\bphase-in\b", re.IGNORECASE)
+"""Text of a phase-in's production counting ("A vehicle which is imported shall be attributed to the importer."):
+legal bookkeeping, asked by nobody who tests vehicles."""
+
+
 def administrative(view: ChunkView, unit: Unit) -> bool:
     """A unit of an administrative section (transitional provisions, phase-in, penalties, approval marks): its
     sentences are legal procedure, not a fact a safety engineer asks."""
-    return bool(_ADMINISTRATIVE_RE.search(unit.title) or _ADMINISTRATIVE_RE.search(" ".join([view.title, *view.heading_path])))
+    return bool(_ADMINISTRATIVE_RE.search(unit.title) or _ADMINISTRATIVE_RE.search(" ".join([view.title, *view.heading_path]))
+                or _ATTRIBUTION_RE.search(unit.text))
 
 
 _ROMAN = frozenset("i ii iii iv v vi vii viii ix x".split())
@@ -302,14 +322,16 @@ _SHARE_BASE_RE = re.compile(r"(?:capacit(?:y|ies)|weight|mass|volume|length|widt
 the typically equipped model")."""
 _DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|narrower|"
                                   r"larger|smaller|above|below)"
-                                  r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
+                                  r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b|\s+(?:different|differ(?:s|ing)?)\s+from\b")
 """After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
 _RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
 
 
 def garbled(answer: str) -> bool:
-    """True when the answer carries an extraction artefact (``_GARBLED_RE``): it would not be grounded as written."""
-    return bool(_GARBLED_RE.search(answer))
+    """True when the answer carries an extraction artefact (``_GARBLED_RE``), or words whose letters the PDF font lost
+    ("behind the d ive ’s se t" for "driver's seat": two or more stray single letters): not grounded as written."""
+    stray = re.findall(r"(?:^|(?<=\s))(?<!\d\s)[b-w](?=\s|’|$)", answer)  # not "a", the axes x-z, nor a unit "100 g"
+    return bool(_GARBLED_RE.search(answer)) or len(stray) >= 2
 
 
 def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
@@ -333,6 +355,9 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
         if share_of and len(share_of.group("np").split()) >= 3 and _SHARE_BASE_RE.search(share_of.group("np")):
             noun_text = f"percentage of {share_of.group('np')}"  # ("20 percent of the vehicles" names no subject)
         askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
+        attributed = attributive(text[match.end():]) and not _NOUN_AFTER_RE.match(text[match.end():])
+        if askable and (bound_lost(text[:match.start()]) or attributed):
+            askable = None  # a fact (counted in the budget), but its bound or its owner is not read: not asked
         subject = value_subject(text[:match.start()])
         out.append((noun_text, _kind(match), span, askable, subject))
     for match in _WORD_VALUE_RE.finditer(text):
@@ -341,9 +366,10 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
 
 
 def prose_values(markdown: str) -> list[str]:
-    """Every value with a unit in the chunk's prose (tables, pictures and quotes left out)."""
+    """Every value with a unit in the chunk's prose (tables, pictures and quotes left out), also those a question cannot
+    ask because their bound or owner is not read (``askable`` None): they are facts of the chunk all the same."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
-    return [span for _, _, span, askable, _ in _values(text) if askable]
+    return [span for _, _, span, askable, _ in _values(text) if askable is not False]
 
 
 def _verbatim(answer: str, markdown: str) -> str:
@@ -422,6 +448,8 @@ def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
         return ""
     if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
         return ""  # a continuation, a lead-in to a list ("the following requirements must be met."), or garbled
+    if cross_reference_only(sentence):
+        return ""
     return sentence if _REQUIREMENT_RE.search(sentence) or unit.criterion else ""
 
 
@@ -517,10 +545,21 @@ def _conditional_question(sentence: str, place: str, context: str) -> tuple[str,
     if re.search(r"\b(?:above|below|paragraphs?|this|these|it|they)\b", found.group("condition"), re.IGNORECASE):
         return None  # the condition points elsewhere ("if the test in paragraph 7.2 above ...")
     pointer = re.search(r"\b(?:above|below|following)\b", f"{found.group('subject')} {found.group('rest')}")
-    if len(found.group("condition").split()) < 4 or pointer:
+    deictic = introduced_in_condition(found.group("condition"), found.group("rest"))
+    if len(found.group("condition").split()) < 4 or pointer or deictic:
         return None  # an elliptic condition ("If adjustable"), or a main clause that points elsewhere
     subject = _lower_first(found.group("subject"), context)
     return f"According to {place}, when {found.group('modal')} {subject} {found.group('rest')}?", found.group("condition")
+
+
+@rule("generate.provision.conditional_deictic", "generate", "a conditional requirement's condition and main clause",
+      "the main clause names with 'the' what only the condition introduces ('Where a range is specified, the vehicle must "
+      "meet the requirements at all points within the range'): the question 'when ... within the range?' depends on its "
+      "own answer, so it is not asked")
+def introduced_in_condition(condition: str, rest: str) -> bool:
+    """True when a noun the condition introduces with "a/an" comes back in the main clause as "the <noun>"."""
+    nouns = {m.group(1).lower() for m in re.finditer(r"\b(?:a|an)\s+(?:[a-z\-]+\s+)?([a-z]{3,})\b", condition)}
+    return any(re.search(rf"\bthe\s+(?:[a-z\-]+\s+)?{re.escape(noun)}\b", rest, re.IGNORECASE) for noun in nouns)
 
 
 @rule("generate.provision.conditional", "generate", "a requirement with a leading condition ('If the strap slips ..., "

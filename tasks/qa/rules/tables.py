@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ragprep.markdown import parse_number, table_rows
+from tasks.qa.rules.cells import cell_answer, head_counts, merged_label_rows, unit_from_label
 from tasks.qa.rules.facts import (
     _KEY_RE,
     KEY_FRAMES_EN,
@@ -73,7 +74,7 @@ def parse_table(markdown: str) -> Table | None:
         duplicated = {c for c in columns[1:] if columns[1:].count(c) > 1}
         columns = [c if c not in duplicated else "" for c in columns]
     labels = [r[0].strip() if r else "" for r in body]
-    merged = {i for i in range(len(body) - 1) if labels[i] and not labels[i + 1] and any(c.strip() for c in body[i + 1][1:])}
+    merged = merged_label_rows(labels, body)
     kept = [(label, [c.strip() for c in r[1:]]) for i, (label, r) in enumerate(zip(labels, body))
             if _row_label_ok(label) and labels.count(label) == 1 and label not in columns and i not in merged]
     if not kept or not any(columns[1:]):
@@ -92,11 +93,20 @@ def _headless(rows: list[list[str]]) -> bool:
     return bool(cells) and (numbers >= max(1, len(cells) / 2) or any(_MEASURE_CELL_RE.search(c) for c in cells))
 
 
+_HANGUL_WORD_RE = re.compile(r"[가-힣]")
+"""A Korean word or counted value is short ("여성", "28명") but no zone code: Korean tables are not zone grids for it."""
+
+
 def _zone_grid(rows: list[list[str]]) -> bool:
     """A figure's zone grid or label layout read as a table: most cells empty or a short code ("A1", "2c", "x")."""
     cells = [c.strip() for r in rows for c in r]
-    short = sum(len(c) <= 3 and not re.fullmatch(r"\d+(?:[.,]\d+)?", c) for c in cells)
-    return len(cells) >= 6 and short >= 0.7 * len(cells)
+    short = sum(len(c) <= 3 and not re.fullmatch(r"\d+(?:[.,]\d+)?", c) and not _HANGUL_WORD_RE.search(c) for c in cells)
+    named = [m.group(1).lower() for m in (_ZONE_LABEL_RE.match(c) for c in cells if c) if m]
+    labels = bool(named) and len(named) >= 0.7 * len([c for c in cells if c]) and len(set(named)) == 1
+    return len(cells) >= 6 and short >= 0.7 * len(cells) or labels  # "Zone 5 | Zone 4 | Zone 6": a figure's layout
+
+
+_ZONE_LABEL_RE = re.compile(r"^([A-Za-z]+)\s*\d{1,2}[a-z]?$")
 
 
 _LIST_NUMBER_RE = re.compile(r"^(\d{1,2})[.)]?\s+(?=[A-Za-z가-힣])")
@@ -246,13 +256,17 @@ def _table_cells(table: Table, ctx: _TableContext, skip: frozenset[tuple[int, st
     """One lookup per cell (row x column), except the cells in ``skip`` (column index, row label)."""
     for col in _columns(table, ctx):
         for label, cells in table.rows:
-            value = cells[col] if col < len(cells) else ""
+            value = cell_answer(cells[col] if col < len(cells) else "")
             if (col, label) in skip or not _cell_ok(value, label):
                 continue
             question = _cell_question(table, col, label, ctx)
             qtype = "numeric" if parse_number(value) is not None else "factual"
+            if question and ctx.language == "ko":
+                question, value = unit_from_label(question, value, label)
             if question:
                 yield Candidate(question, value, qtype, "table", ctx.element_id)
+
+
 
 
 def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
@@ -296,7 +310,7 @@ def _highest_rows(table: Table) -> list[tuple[int, str]]:
         values = [(parse_number(re.sub(r"[^\d.,-]", "", cells[col])), label) for label, cells in table.rows
                   if col < len(cells) and re.fullmatch(r"-?[\d.,]+\s?(?:%|명|개|건|원|[A-Za-z/]{0,4})", cells[col].strip())]
         values = [(v, label) for v, label in values if v is not None and not _TOTAL_LABEL_RE.match(label)]
-        if len(values) < 3 or len(values) < len(table.rows) - 1:
+        if len(values) < 3 or len(values) < len(table.rows) - 1 or head_counts(table, col):
             continue
         values.sort(reverse=True)
         if values[0][0] != values[1][0]:
@@ -472,11 +486,13 @@ def _chart_candidates(view: ChunkView) -> Iterator[Candidate]:
             ranked = sorted(points, key=lambda p: parse_number(p[1]), reverse=True)
             if parse_number(ranked[0][1]) == parse_number(ranked[1][1]) or parse_number(ranked[0][1]) == 0:
                 continue
-            category, value = ranked[0]
             yield Candidate(
-                _peak_question(name, chart, doc, categories, view.language), category, "comparative", "chart", element_id
+                _peak_question(name, chart, doc, categories, view.language), ranked[0][0], "comparative", "chart", element_id
             )
-            yield Candidate(_value_question(name, chart, doc, category, view.language), value, "numeric", "chart", element_id)
+            if len(ranked) >= 3:  # the peak's own value would be the "highest" question's twin: ask the runner-up's
+                category, value = ranked[1]
+                yield Candidate(_value_question(name, chart, doc, category, view.language), value, "numeric", "chart",
+                                element_id)
 
 
 # --- pictures -----------------------------------------------------------------------------------
