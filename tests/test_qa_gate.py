@@ -34,6 +34,16 @@ def test_document_kind_is_read_off_the_text_not_the_file_name():
                           "protocol's scoring procedure."]) == "protocol"
     assert document_kind(["Agenda: airbag vent. Decision: the P2 vent is frozen. Action items: Kim to retest."]) == "meeting"
     assert document_kind(["Chapter 3 describes the history of the seat belt."]) == "other"
+    # a deck of a crash test (short lines, charts, tables; no requirement language) is a report even when no slide
+    # says "measured" or "limit"; the same words in running prose (a textbook) are not
+    deck = ["# Frontal test 12\n\n- Dummy: Hybrid III 50th\n- Impact speed 56 km/h, rigid barrier",
+            "# Head acceleration\n\n| t | head accel (g) |\n|---|---|\n| 20 ms | 41 |\n| 40 ms | 63 |",
+            "# Chest\n\n- Chest deflection 31 mm\n- Belt load 6.1 kN\n- Airbag fired at 18 ms"]
+    assert document_kind(deck) == "report"
+    book = ["In a frontal crash the dummy's chest is loaded first by the belt and then by the airbag, and the chest "
+            "deflection that the impact produces is the measure most often used for thorax injury in such a test."]
+    assert document_kind(book) == "other"
+    assert document_kind([c + "\n\nThe vehicle shall meet S5.1 and S5.2." for c in deck]) != "report"
     # the labelled set's kinds come from the detector run on each document's chunks, never from the file name
     rows = [{"file_name": "crash_report_x.pptx", "chunk_markdown": REGULATION},
             {"file_name": "pdf_auto_fmvss_x.pdf", "chunk_markdown": RESULTS}]
