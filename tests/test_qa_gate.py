@@ -161,3 +161,17 @@ def test_outside_paragraph_reads_the_cited_paragraph_only():
     assert fires("critic.provision.outside_paragraph", ctx("What speed does paragraph S7.2(b)(2) specify?", "48 km/h", chunk))
     assert not fires("critic.provision.outside_paragraph", ctx("What speed does paragraph S7.3(a)(2) specify?", "48 km/h", chunk))
     assert not fires("critic.provision.outside_paragraph", ctx("What speed does paragraph 9.9 specify?", "48 km/h", chunk))
+
+
+def test_pointer_only_fires_on_an_answer_whose_only_predicate_is_a_reference():
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph S4.2 of FMVSS No. 201 require?",
+                                                   "Vehicles shall comply with the requirements of S5 and S6."))
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph 3.2 of Annex 6 require?",
+                                                   "The anchorages shall be positioned as shown in Figure 1."))
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph 8.4.2.5 require?", "The activation of the second "
+                                                   "level warning shall be tested according to the test procedure defined in Annex 18, paragraph 2."))
+    # a requirement of its own, even beside a reference, is no pointer
+    assert not fires("critic.answer.pointer_only", ctx("What does paragraph 6.2.2.3 require?",
+                                                       "The buckle, when tested in accordance with paragraph 7.5.3. below, shall operate normally."))
+    assert not fires("critic.answer.pointer_only", ctx("What does paragraph 1.4 of Annex 5 require?", "The distance shall be "
+                                                       "2,000 ± 30 mm as shown in Figure 1."))

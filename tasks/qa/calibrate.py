@@ -39,9 +39,11 @@ LABEL_FILES = (
     "tests/data/qa_labels_gen_round3.jsonl",
     "tests/data/qa_labels_critic_round4.jsonl",
     "tests/data/qa_labels_gen_round4.jsonl",
+    "tests/data/qa_labels_critic_round5.jsonl",
+    "tests/data/qa_labels_gen_round5.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
-KINDS_FILE = "tests/data/qa_doc_kinds.json"
+KINDS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "qa_doc_kinds.json"
 """Per labelled document, the kind ``tasks.qa.doc_kind`` reads off *all* its chunks in a run (what the judge sees at
 run time), written by ``--kinds-root ROOT``; a document not in it gets the kind read off its labelled chunks."""
 TARGET_PRECISION = 0.9
