@@ -175,3 +175,10 @@ def test_pointer_only_fires_on_an_answer_whose_only_predicate_is_a_reference():
                                                        "The buckle, when tested in accordance with paragraph 7.5.3. below, shall operate normally."))
     assert not fires("critic.answer.pointer_only", ctx("What does paragraph 1.4 of Annex 5 require?", "The distance shall be "
                                                        "2,000 ± 30 mm as shown in Figure 1."))
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph 5.2.1 of Annex 6 require?", "All instrumentation shall "
+                                                   "be calibrated in compliance with the requirements of the documentation specified in paragraph 1.1."))
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph 6.4.1 of Annex 5 require?",
+                                                   "The characteristics of each barrier shall comply with paragraph 1. of this annex."))
+    assert not fires("critic.answer.pointer_only", ctx("What does paragraph 7.6.3.1 require?",
+                                                       "The retractor shall be positioned in a test chamber as described in Annex 5."))
+

@@ -360,15 +360,19 @@ _POINTER_RE = re.compile(
     r"|\b(?:as\s+shown\s+in|between\s+corridors\s+of|test\s+procedure\s+defined\s+in)\s+" + _REF +
     r"|\bconsidered\s+satisfactory\s+if\b[^.]*\b(?:set\s+out|specified|laid\s+down)\s+in\s+" + _REF +
     r"|\b(?:shall|must)\s+be\s+(?:tested|assessed)\s+(?:for\s+\w+\s+)?(?:as\s+prescribed\s+in|according\s+to|in\s+"
-    r"accordance\s+with)\s+" + _REF, re.IGNORECASE)
+    r"accordance\s+with)\s+" + _REF +
+    r"|\b(?:shall|must)\s+(?:be\s+)?(?:(?:tested|calibrated|carried\s+out|performed|conducted)\s+)?in\s+(?:accordance|compliance)"
+    r"\s+with\s+the\s+(?:specifications?\s+and\s+)?requirements\s+of\b"
+    r"|\b(?:shall|must)\s+compl(?:y|ies)\s+with\s+" + _REF, re.IGNORECASE)
 POINTER_MAX_WORDS = 40
 
 
 @rule("critic.answer.pointer_only", "critic", "an answer that states a requirement",
       "its only predicate points elsewhere: 'shall meet the requirements of S5 and S6', 'positioned as shown in Figure 1', "
       "'tested according to the test procedure defined in Annex 18', 'satisfactory if the conditions set out in "
-      "paragraphs 5.2 and 5.3 are satisfied', with no value of its own (written in round 5 from labelled UN R16, UN R95, "
-      "FMVSS 201/214 and IBM redbook pairs)", "useful")
+      "paragraphs 5.2 and 5.3 are satisfied', 'calibrated in compliance with the requirements of the documentation', "
+      "'shall comply with paragraph 1.', with no value of its own (written in round 5 from labelled UN R16, UN R95, "
+      "FMVSS 201/214 and IBM redbook pairs, then widened after a second batch of UN R16/R95 labels)", "useful")
 def pointer_only(ctx: PairContext) -> list[Signal]:
     """The requirement the answer should state is in the paragraph, figure or annex it points to."""
     answer = ctx.answer
