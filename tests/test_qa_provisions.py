@@ -362,3 +362,93 @@ def test_a_subject_without_determiner_opens_its_clause():
             'for offset barrier crash tests?', "64.4 ± 1 km/h") in pairs
     assert any(q.startswith("What is the impact speed according to") and a == "50 km/h" for q, a in pairs)
     assert not any("145,150" in a for _, a in pairs)  # "It is made of ...": a pronoun owns nothing we can name
+
+
+# --- qa-gen3: owner, bound and section checks (written from the labelled errors of R95, R16, FMVSS 201/301, Korean) ---
+
+
+def test_a_value_whose_bound_glyph_was_lost_is_not_asked_but_still_counts():
+    lost = RULES["generate.value.bound_lost"].check
+    assert lost("with elongation  ") and lost("The impact speed shall be 35  ") and not lost("shall be at least ")
+    text = ("# Annex 5\n\n2.2.2.1. Material characteristics\n\nThe front plates are manufactured from aluminium with "
+            "elongation  12 per cent.\n\n6.3.1. Speed\n\nThe impact speed shall be 35  0.5 km/h.\n")
+    pairs = made("generate.provision.value", view(text, R95, title="Annex 5"))
+    assert not any(a in ("12 per cent", "0.5 km/h") for _, a in pairs)
+    assert RULES["generate.budget.information"].check(view(text, R95)) >= 2  # the facts still count in the budget
+
+
+def test_a_value_that_modifies_the_noun_after_it_is_not_given_to_the_clause_subject():
+    assert RULES["generate.value.attributive"].check(" holding force of the arm")
+    assert RULES["generate.value.attributive"].check(" diameter head form.")
+    assert not RULES["generate.value.attributive"].check(" and width of 3 m")
+    text = ("# Annex 6\n\n3.3.1. Shoulder-arm\n\nThe screw shall be tightened to obtain a 1 - 2 g holding force of the arm "
+            "on its pivot.\n")
+    assert made("generate.provision.value", view(text, R95, title="Annex 6")) == []
+    overlap = ("# Rear\n\nS6.2 Rear moving barrier crash. (b) When the vehicle is impacted from the rear by a moving "
+               "deformable barrier 80 ±1.0 km/h with a 70 percent overlap, fuel spillage must not exceed the limits.\n")
+    assert "70 percent" in [a for _, a in made("generate.provision.value", view(overlap))]  # "overlap" is its own noun
+
+
+def test_the_quantity_noun_must_agree_with_the_values_unit():
+    agrees = RULES["generate.value.unit_agrees"].check
+    assert not agrees("mass", "share") and agrees("mass", "mass") and agrees("overlap", "share")
+    assert agrees("percentage of the fuel tank's usable capacity", "share") and not agrees("percentage of the mass", "mass")
+    text = ("# Annex 4\n\n4.3.2. Mass of the vehicle\n\nThe fuel tank shall be filled with water to a mass equal to 90 per "
+            "cent of the mass of a full load of fuel.\n")
+    assert not any(a == "90 per cent" for _, a in made("generate.provision.value", view(text, R95, title="Annex 4")))
+
+
+def test_a_difference_a_pronoun_owner_or_a_participle_owner_is_not_asked():
+    text = ("# Vehicle type\n\n6.1.2.2. Modification\n\nThis would be the case if the reference mass is not more than 8 per "
+            "cent different from the original vehicle.\n\n6.1.2.3. Wall\n\nTheir edges shall clear adjacent areas by 20 mm."
+            "\n\n6.6.3.4. Deflection\n\nThe maximum deflection calculated from each of the three accelerometers should be "
+            "within 10 mm.\n")
+    pairs = made("generate.provision.value", view(text, R95))
+    assert not any("8 per cent" in a or "their" in q.lower() or "calculated" in q for q, a in pairs), pairs
+
+
+def test_a_requirement_that_only_points_elsewhere_is_not_asked():
+    pointer = RULES["generate.provision.cross_reference"].check
+    assert pointer("The strap shall be conditioned as described under paragraph 7.4.1.1.")
+    assert pointer("Vehicles manufactured on or after September 1, 1998 shall comply with the requirements of S5 and S6.")
+    assert not pointer("For the back plate the minimum bonding strength shall be 0.6 MPa, tested according to paragraph 2.5.3.")
+    assert not pointer("Any side door that is struck by the moving deformable barrier shall not separate totally from the vehicle.")
+    text = ("# Straps\n\n7.4.1.3.1. Cold-conditioning\n\nThe strap shall be conditioned as described under paragraph 7.4.1.1."
+            "\n\n6.1.3. General specifications\n\nThe straps of the belt shall not be liable to assume a dangerous configuration.\n")
+    asked = made("generate.provision.requirement", view(text, Handle(title="UN Regulation No. 16", kind="standard")))
+    assert [a for _, a in asked] == ["The straps of the belt shall not be liable to assume a dangerous configuration."]
+
+
+def test_a_titled_annex_heading_is_a_section_not_a_caption():
+    caption = RULES["generate.section.titled_annex"].check
+    assert not caption("Annex 6 Description of trolley, seat, anchorages and stopping device")
+    assert not caption("Annex 4 - Appendix 1 Determination of performance data")
+    assert caption("Annex 9 – Appendix 1") and caption("Figure 3 MGA Roof Crush Test System")
+    from schemas.chunks import ChunkRow
+    from tasks.qa.generate import carried_sections, chunk_handle
+
+    def chunk(i: int, title: str, markdown: str) -> ChunkRow:
+        return ChunkRow(chunk_id=f"c{i}", doc_id="d", source_path="r16.pdf", unit="section", page_start=50 + i, title=title,
+                        heading_path=[title], markdown=markdown, token_count=50, has_table=False, has_image=False,
+                        has_chart=False, has_ocr=False, element_ids=[])
+
+    chunks = [chunk(0, "Annex 5 Figures", "# Annex 5 Figures\n\nAIRBAG\n\n" + "The airbag module is shown. " * 4),
+              chunk(1, "Annex 6 Description of trolley, seat, anchorages and stopping device", "# Annex 6\n\n1. Trolley")]
+    carried = carried_sections(chunks)
+    handle = chunk_handle(chunks[1], Handle(title="UN Regulation No. 16", kind="standard"), carried["c1"])
+    assert handle.section == "Annex 6 Description of trolley, seat, anchorages and stopping device"  # not "AIRBAG"
+
+
+def test_a_cell_of_a_merged_label_span_is_not_asked_and_bullets_leave_the_answer():
+    merged = RULES["generate.table.merged_label"].check
+    labels, body = ["", "Head", "Neck"], [["", "2", "x"], ["Head", "4", "y"], ["Neck", "1", "z"]]
+    assert merged(labels, body) == {1}  # the span's label sits in its second row: its cells are sub-items
+    assert merged(["A", "", "B"], [["A", "1"], ["", "2"], ["B", "3"]]) == {0}  # the empty row continues A, not B
+    assert RULES["generate.table.cell_bullet"].check("· 여성(28명, 35%) 남성(51명, 65%)") == "여성(28명, 35%) 남성(51명, 65%)"
+    assert RULES["generate.table.cell_bullet"].check("-5") == "-5"
+
+
+def test_a_load_case_alone_is_no_test_handle():
+    load_case = RULES["generate.handle.load_case"].check
+    assert load_case("ODB 64 kph") and load_case("Full Width Rigid Barrier 56 km/h")
+    assert not load_case("FO-2024-017 ODB 64 km/h") and not load_case("SP-2024-031 Oblique Pole 32 km/h")

@@ -68,7 +68,8 @@ def test_korean_templates_never_write_both_particles():
     table = "| 항목 | 결과 | 비고 |\n|---|---|---|\n| 전개 시간 (ms) | 32.5 | 목표 30 이하 |\n| 흉부 변위 (mm) | 28.7 | 기준 충족 |"
     made = questions(view("# 시험 결과 요약\n\n" + table, MEETING_KO, "ko", tables=[("t1", table)]))
     assert made and all("(는)" not in c.question for c in made)
-    assert any(c.question.endswith("전개 시간 (ms)의 결과는 얼마인가요?") and c.answer == "32.5" for c in made)
+    # the row label's unit moves into the question's ending (generate.table.label_unit): "전개 시간 (ms)의 결과" was labelled ill-formed
+    assert any(c.question.endswith("전개 시간의 결과는 몇 ms인가요?") and c.answer == "32.5" for c in made)
     assert not any("비고" in c.question for c in made), "remarks columns are not asked about"
 
 

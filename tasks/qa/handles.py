@@ -126,3 +126,22 @@ def identifier(titles: Sequence[str], first_pages: Sequence[str]) -> str:
 def digitless(text: str) -> str:
     """The normalised text without its digits: running heads of one family differ only in numbers."""
     return re.sub(r"\d+", "#", _norm(text))
+
+
+_LOAD_CASE_WORDS = frozenset(
+    "odb mdb fwrb fwdb awmdb ae-mdb pdb ncap frontal front full width wide rigid deformable offset moderate small overlap "
+    "side pole oblique lateral rear whiplash sled roof crush rollover barrier impact crash test tests kph km/h kmh mph "
+    "deg degree degrees ° % percent and with the at vs".split())
+_LOAD_CASE_TOKEN_RE = re.compile(r"[\w/°%\-]+")
+
+
+@rule("generate.handle.load_case", "generate", "a test report's test name from its header fields",
+      "a name made only of a standard load case ('ODB 64 kph', '64 km/h frontal offset test': configuration words and "
+      "numbers with units) names no test: every programme runs it, so it is not used as the handle on its own")
+def load_case_only(test_name: str) -> bool:
+    """True when the test name is a standard load case and nothing else: no test number, vehicle or programme."""
+    tokens = _LOAD_CASE_TOKEN_RE.findall(test_name.lower())
+    if not tokens:
+        return False
+    units = re.compile(r"\d+(?:[.,]\d+)?(?:kph|km/h|kmh|mph|deg|°|%)?")
+    return all(t in _LOAD_CASE_WORDS or units.fullmatch(t) for t in tokens)

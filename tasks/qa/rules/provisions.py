@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
+from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
     Candidate,
@@ -302,7 +303,7 @@ _SHARE_BASE_RE = re.compile(r"(?:capacit(?:y|ies)|weight|mass|volume|length|widt
 the typically equipped model")."""
 _DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier|lighter|longer|shorter|wider|narrower|"
                                   r"larger|smaller|above|below)"
-                                  r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b")
+                                  r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b|\s+(?:different|differ(?:s|ing)?)\s+from\b")
 """After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
 _RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
 
@@ -333,6 +334,9 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
         if share_of and len(share_of.group("np").split()) >= 3 and _SHARE_BASE_RE.search(share_of.group("np")):
             noun_text = f"percentage of {share_of.group('np')}"  # ("20 percent of the vehicles" names no subject)
         askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
+        attributed = attributive(text[match.end():]) and not _NOUN_AFTER_RE.match(text[match.end():])
+        if askable and (bound_lost(text[:match.start()]) or attributed):
+            askable = None  # a fact (counted in the budget), but its bound or its owner is not read: not asked
         subject = value_subject(text[:match.start()])
         out.append((noun_text, _kind(match), span, askable, subject))
     for match in _WORD_VALUE_RE.finditer(text):
@@ -341,9 +345,10 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
 
 
 def prose_values(markdown: str) -> list[str]:
-    """Every value with a unit in the chunk's prose (tables, pictures and quotes left out)."""
+    """Every value with a unit in the chunk's prose (tables, pictures and quotes left out), also those a question cannot
+    ask because their bound or owner is not read (``askable`` None): they are facts of the chunk all the same."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
-    return [span for _, _, span, askable, _ in _values(text) if askable]
+    return [span for _, _, span, askable, _ in _values(text) if askable is not False]
 
 
 def _verbatim(answer: str, markdown: str) -> str:
@@ -422,6 +427,8 @@ def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
         return ""
     if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
         return ""  # a continuation, a lead-in to a list ("the following requirements must be met."), or garbled
+    if cross_reference_only(sentence):
+        return ""
     return sentence if _REQUIREMENT_RE.search(sentence) or unit.criterion else ""
 
 

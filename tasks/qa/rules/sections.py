@@ -37,9 +37,20 @@ def inner_headings(markdown: str, plain: bool = True) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+_TITLED_ANNEX_RE = re.compile(
+    r"^(?:Annex|Appendix)\s+\d+[A-Z]?(?:\s*[-–—]\s*Appendix\s+\d+[A-Z]?)?\s*[-–—:.]?\s+(?!Appendix\b)[A-Z][a-z]+(?:\s+\S+)*?\s+[A-Za-z(]\S*")
+"""An annex or appendix heading with its title ("Annex 6 Description of trolley, seat, anchorages ..."): a section, not a
+caption; the bare "Annex 9 – Appendix 1" a page prints on top is a running head."""
+
+
+@rule("generate.section.titled_annex", "generate", "a chunk heading 'Annex N <title>' / 'Annex N - Appendix M <title>'",
+      "a titled annex heading is the chunk's own section (not a caption that takes the previous chunk's last heading, "
+      "which in a regulation is often a figure label such as 'AIRBAG')")
 def is_caption(heading: str) -> bool:
-    """A figure, table or chart caption ("Figure 3 MGA Roof Crush Test System"): no section name."""
-    return bool(_CAPTION_RE.match(heading.strip(" #*")))
+    """A figure, table or chart caption ("Figure 3 MGA Roof Crush Test System"): no section name. A titled annex or
+    appendix heading is a section (``_TITLED_ANNEX_RE``)."""
+    text = heading.strip(" #*")
+    return bool(_CAPTION_RE.match(text)) and not _TITLED_ANNEX_RE.match(text)
 MIN_PART_CHARS = 80
 """A part shorter than this (a heading followed by one line) is merged into the part before it."""
 

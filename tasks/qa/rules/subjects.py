@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from tasks.qa.registry import rule
+
 _NOUN_HEADS = (
     "speed|velocity|mass|angle|force|load|pressure|rate|inclination|accuracy|tolerance|precision|distance|height|length|"
     "width|diameter|temperature|time|duration|deflection|acceleration|weight|clearance|displacement|energy|offset|overlap|"
@@ -44,7 +46,7 @@ _BARE_SUBJECT_RE = re.compile(
 """A clause that opens with a subject without determiner ("Offset barrier crash tests are ...", "Tyres shall be ...")."""
 _DETERMINERS = frozenset("the each any all this".split())
 _PRONOUNS = frozenset("one two three four five six seven eight ten several some many most both "
-                      "it its they this that these those there he she we one which who".split())
+                      "it its they their them this that these those there he she we one which who".split())
 _NOT_A_SUBJECT = frozenset("following value values figure table paragraph section annex standard regulation "
                            "requirements requirement procedure same above below other".split())
 
@@ -71,12 +73,16 @@ def value_subject(before: str) -> str:
         return _shortened(found, clause)  # "the lumbar spine attaches to ...": the last word is the verb
     if words[0] in _NOT_A_SUBJECT or words[-1] in _NOT_A_SUBJECT or any(w.isdigit() for w in words):
         return ""
+    if _PARTICIPLE_END_RE.search(found.group("np")):
+        return ""  # "the maximum deflection calculated ...": the phrase runs into a participle, the owner is cut
     np = found.group("np") + (f" of the {found.group('of')}" if found.group("of") else "")
     if re.search(r"\w- \w", np):
         return ""  # a word broken at a line end ("the rear- ward edge"): not a name to ask by
     return _predicated(f"{found.group('det').lower()} {np}", clause[found.end():])
 
 
+_PARTICIPLE_END_RE = re.compile(r"\s(?!(?:speed|sled|bed|feed|need|seed|shed|red|bled)\b)[a-z]{3,}ed$")
+"""A noun phrase whose last word is a participle ("the deflection calculated"): the phrase is cut before its noun ends."""
 _VERB_AFTER_NP_RE = re.compile(r"\s+(?:to|the|a|an|at|on|in|with|into|onto|from|by|its|their)\b")
 
 
@@ -165,6 +171,8 @@ def question_for(noun: str, kind: str, reference: str, subject: str) -> str:
         named = len([w for w in subject.split() if w.lower() not in _DETERMINERS]) >= 2  # "the roll angle", not "the force"
         the = "" if subject.split()[0].lower() in _DETERMINERS else "the "  # "Impact speed shall be ..." -> "the impact speed"
         return f"What is {the}{subject} according to {reference}?" if named and kind in said.split("|") else ""
+    if not unit_agrees(quantity, kind):
+        return ""
     own = [w for w in subject.split() if w.lower() not in _DETERMINERS]
     vague = not own or len(own) == 1 and own[-1].lower() in _VAGUE_SUBJECTS  # "the vehicle"
     if not vague and subject.split()[-1].lower() not in quantity.lower().split():
@@ -172,3 +180,21 @@ def question_for(noun: str, kind: str, reference: str, subject: str) -> str:
     if " of " in noun and not subject:
         return f"What {quantity} does {reference} specify?"
     return ""
+
+
+
+_SHARE_NOUNS = frozenset("overlap offset elongation efficiency".split())
+
+
+@rule("generate.value.unit_agrees", "generate", "the quantity noun of a value question and the value's unit",
+      "the noun's kind (mass, angle, distance, ...) must be the unit's kind: 'What mass ... specify for the fuel tank?' -> "
+      "'90 per cent' (a share of the mass) is not asked")
+def unit_agrees(noun: str, kind: str) -> bool:
+    """True when the quantity noun can be measured in the value's unit class (a noun of no known kind agrees with any)."""
+    words = noun.lower().split()
+    if not words or words[0] in ("percentage", "share", "ratio") or kind == "share" and "percentage" in words:
+        return kind == "share" or not words
+    if kind == "share" and words[-1] in _SHARE_NOUNS:
+        return True  # "a 70 percent overlap", "elongation of 12 per cent"
+    said = _HEAD_KINDS.get(words[-1].rstrip("s") if words[-1] not in _HEAD_KINDS else words[-1])
+    return said is None or kind in said.split("|")

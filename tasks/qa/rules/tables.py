@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ragprep.markdown import parse_number, table_rows
+from tasks.qa.registry import rule
 from tasks.qa.rules.facts import (
     _KEY_RE,
     KEY_FRAMES_EN,
@@ -73,12 +74,28 @@ def parse_table(markdown: str) -> Table | None:
         duplicated = {c for c in columns[1:] if columns[1:].count(c) > 1}
         columns = [c if c not in duplicated else "" for c in columns]
     labels = [r[0].strip() if r else "" for r in body]
-    merged = {i for i in range(len(body) - 1) if labels[i] and not labels[i + 1] and any(c.strip() for c in body[i + 1][1:])}
+    merged = merged_label_rows(labels, body)
     kept = [(label, [c.strip() for c in r[1:]]) for i, (label, r) in enumerate(zip(labels, body))
             if _row_label_ok(label) and labels.count(label) == 1 and label not in columns and i not in merged]
     if not kept or not any(columns[1:]):
         return None
     return Table(columns[0], columns[1:], [g.strip() for g in groups[1:]], kept)
+
+
+@rule("generate.table.merged_label", "generate", "a table's body rows (label cell and value cells)",
+      "a labelled row followed by rows with an empty label but values of their own, or preceded by such rows at the top "
+      "of the body, is one row of a merged label cell spanning several rows: its values are sub-items, not the label's "
+      "total, so its cells are not asked")
+def merged_label_rows(labels: Sequence[str], body: Sequence[Sequence[str]]) -> set[int]:
+    """Indexes of labelled rows whose label cell spans further rows (the extraction left those rows' labels empty).
+    An empty-labelled row continues the labelled row above it; only empty-labelled rows at the top of the body (no
+    labelled row above them) belong to the first labelled row below, whose label then sits in the span's middle."""
+    spanned = [not labels[i] and any(c.strip() for c in body[i][1:]) for i in range(len(body))]
+    merged = {i for i in range(len(body) - 1) if labels[i] and spanned[i + 1]}
+    first = next((i for i, label in enumerate(labels) if label), None)
+    if first and any(spanned[:first]):
+        merged.add(first)
+    return merged
 
 
 _MEASURE_CELL_RE = re.compile(r"\d\s?(?:cm|mm|kg|km/h|kph|ms|kN|N|g|%|°)(?![A-Za-z])")
@@ -246,13 +263,44 @@ def _table_cells(table: Table, ctx: _TableContext, skip: frozenset[tuple[int, st
     """One lookup per cell (row x column), except the cells in ``skip`` (column index, row label)."""
     for col in _columns(table, ctx):
         for label, cells in table.rows:
-            value = cells[col] if col < len(cells) else ""
+            value = cell_answer(cells[col] if col < len(cells) else "")
             if (col, label) in skip or not _cell_ok(value, label):
                 continue
             question = _cell_question(table, col, label, ctx)
             qtype = "numeric" if parse_number(value) is not None else "factual"
+            if question and ctx.language == "ko":
+                question, value = unit_from_label(question, value, label)
             if question:
                 yield Candidate(question, value, qtype, "table", ctx.element_id)
+
+
+_BULLET_START_RE = re.compile(r"^[·•∙‧ㆍ▪◦○●■□※*\-–]\s*(?=\S)")
+
+
+@rule("generate.table.cell_bullet", "generate", "a table cell's text used as an answer",
+      "a list bullet the PDF put at the start of the cell ('· 여성(28명, 35%) ...') is not part of the answer")
+def cell_answer(value: str) -> str:
+    """The cell's text without a leading list bullet (the bullet is layout, not the value)."""
+    value = value.strip()
+    return value if re.fullmatch(r"[-–]\s*\d[\d.,]*\s*\S*", value) else _BULLET_START_RE.sub("", value)
+
+
+_LABEL_UNIT_RE = re.compile(r"\s*\((?P<unit>mm|cm|m|ms|s|kg|g|kN|N|km/h|%|°|deg|daN|bar|kPa|Nm|J|kJ)\)")
+
+
+@rule("generate.table.label_unit", "generate", "a Korean table row label that carries its unit in brackets ('전개 시간 (ms)')",
+      "the unit moves from the question's subject into the question's ending: '전개 시간의 결과는 몇 ms인가요?' -> '32.5' "
+      "(the answer stays the cell as written)")
+def unit_from_label(question: str, value: str, label: str) -> tuple[str, str]:
+    """(question, answer) with the row label's bracketed unit asked for ("몇 ms인가요?") when the answer is a bare
+    number; unchanged otherwise."""
+    found = _LABEL_UNIT_RE.search(label)
+    if not found or not re.fullmatch(r"-?\d[\d.,]*", value.strip()) or not question.endswith("얼마인가요?"):
+        return question, value
+    bare = _LABEL_UNIT_RE.sub("", label).strip()
+    fixed = re.sub(re.escape(label) + r"(?:은|는)", josa(bare, "은/는"), question)  # the particle follows the bare label
+    fixed = fixed.replace(label, bare)
+    return f"{fixed[:-len('얼마인가요?')]}몇 {found.group('unit')}인가요?", value
 
 
 def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
