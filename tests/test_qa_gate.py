@@ -48,6 +48,9 @@ def test_document_kind_is_read_off_the_text_not_the_file_name():
     rows = [{"file_name": "crash_report_x.pptx", "chunk_markdown": REGULATION},
             {"file_name": "pdf_auto_fmvss_x.pdf", "chunk_markdown": RESULTS}]
     assert calibrate.document_kinds(rows) == {"crash_report_x.pptx": "regulation", "pdf_auto_fmvss_x.pdf": "report"}
+    # the kind a run read off all the document's chunks (what the judge sees) wins over its labelled chunks
+    assert calibrate.document_kinds(rows, {"crash_report_x.pptx": "report"}) == {"crash_report_x.pptx": "report",
+                                                                                "pdf_auto_fmvss_x.pdf": "report"}
     assert bands_of("report", "numeric") == ("report", "report/numeric")
     assert pair_bands({"question_type": "causal"}) == ("other", "other/causal")
 
