@@ -31,7 +31,7 @@ import numpy as np
 
 from ragprep.engines.embedder import Embedder
 from ragprep.library_logs import quiet_library_loggers
-from ragprep.text import tokens
+from ragprep.text import tokens, word_forms
 
 quiet_library_loggers()  # bm25s sets its logger to DEBUG when imported
 
@@ -121,22 +121,41 @@ _TABLE_ROW_RE = re.compile(r"^\s*\|")
 _TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
+def first_cell(row: str) -> str:
+    """The first cell of a Markdown table row, stripped (``""`` for an empty one)."""
+    cells = row.strip().strip("|").split("|")
+    return cells[0].strip() if cells else ""
+
+
+def continues_header(row: str, header: str) -> bool:
+    """Whether the table ``row`` just under the rule is a second header row: it repeats the header row's (non-empty)
+    first cell, as a header cell merged over two rows is read into both (``| 구분 | 총인원 | 구성 | | 민간현황 |`` over
+    ``| 구분 | 총인원 | 정부 | 민간 | 학계 | ... |``)."""
+    first = first_cell(header)
+    return bool(first) and first_cell(row) == first
+
+
 def match_pieces(text: str) -> Iterator[str]:
     """What ``sentence_match`` reads one at a time: sentences and lines, and each Markdown table row together with its
-    table's header row (a row's cells are values; what they are is named in the header)."""
+    table's header rows (a row's cells are values; what they are is named in the header; see ``continues_header``)."""
     lines = text.split("\n")
     header = ""
+    heading = False  # still in the header rows (the header row, its rule, rows that continue it)
     for n, line in enumerate(lines):
         if _TABLE_ROW_RE.match(line):
             if _TABLE_RULE_RE.match(line):
                 continue
             if n + 1 < len(lines) and _TABLE_RULE_RE.match(lines[n + 1]):
-                header = line
+                header, heading = line, True
+                yield line
+            elif heading and continues_header(line, header):
+                header = f"{header} {line}"
                 yield line
             else:
+                heading = False
                 yield f"{line} {header}"
             continue
-        header = ""
+        header, heading = "", False
         yield from (piece for piece in _SENTENCE_SPLIT.split(line) if piece.strip())
 
 
@@ -241,13 +260,25 @@ class Bm25Ranker:
         return math.log(1 + self.size / max(1, df))
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every text for ``query`` (zeros when nothing matches)."""
+        """BM25 score of every text for ``query`` (zeros when nothing matches).
+
+        With the default tokenizer each word of the question counts once: the scores of a word's distinct forms
+        (``ragprep.text.word_forms``: the word, a Korean word without its particle and its morphemes) are averaged, so
+        a Korean compound that yields five forms weighs as much as a noun that yields one (an English word is one form:
+        plain BM25). Another tokenizer scores its tokens summed, as BM25 does."""
         if not self.size:
             return np.zeros(0, dtype=np.float32)
-        known = [t for t in self.tokenize(query) if t in self.model.vocab_dict]
-        if not known:
-            return np.zeros(self.size, dtype=np.float32)
-        return np.asarray(self.model.get_scores(known), dtype=np.float32)
+        vocabulary = self.model.vocab_dict
+        if self.tokenize is not tokens:
+            known = [t for t in self.tokenize(query) if t in vocabulary]
+            return np.asarray(self.model.get_scores(known), dtype=np.float32) if known else np.zeros(self.size, np.float32)
+        total = np.zeros(self.size, dtype=np.float32)
+        for forms in word_forms(query):
+            distinct = list(dict.fromkeys(forms))
+            known = [t for t in distinct if t in vocabulary]
+            if known:
+                total += np.asarray(self.model.get_scores(known), dtype=np.float32) / len(distinct)
+        return total
 
     def ranking(self, query: str, depth: int) -> list[tuple[int, float]]:
         """``(position, score)`` of the best ``depth`` texts sharing a token with ``query``, best first."""

@@ -10,6 +10,10 @@ Letter-spaced Korean headings (``문 의 처``, ``검  토  보  고``: single s
 read as one word first. The particle list covers the common case endings, longest first, and a stem must keep
 at least two syllables.
 
+A question scores each of its words once: a Korean word's forms share one word's weight (``Bm25Ranker.scores``
+averages them), so a long compound (``탄소중립위원회의``: five forms) no longer outweighs a short specific noun (``인천``:
+one) five to one.
+
 The morphemes replaced syllable bigrams (``ragprep-words-ko-particles-bigrams-spaced-3``), whose bigrams across
 particles and endings (``에서``, ``나요``, ``인가``) matched unrelated text: on the 40 Korean questions of
 ``tests/data/queries.jsonl`` BM25 answer@1 went 0.85 -> 0.93 over the same passages (English unchanged).
@@ -95,19 +99,26 @@ def _joined_cell(match: re.Match) -> str:
     return f" {joined} " if len(joined) <= SPACED_CELL_SYLLABLES else cell
 
 
-def tokens(text: str) -> list[str]:
-    """BM25 tokens: lower-cased words of 2+ characters; Korean words also without a trailing particle, and their
-    content morphemes (``morphemes``). Letter-spaced Korean (a spaced heading, a table header cell wrapped in a narrow
-    column) is joined first; the morphemes of the joined word still give its parts when it was two words."""
+def word_forms(text: str) -> list[list[str]]:
+    """Per word of ``text``, in order, its BM25 tokens: the lower-cased word (2+ characters); a Korean word also
+    without a trailing particle, and its content morphemes (``morphemes``). Letter-spaced Korean (a spaced heading, a
+    table header cell wrapped in a narrow column) is joined first; the morphemes of the joined word still give its
+    parts when it was two words."""
     out = []
     text = _SPACED_CELL_RE.sub(_joined_cell, text)
     text = _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), text)
     for word in _TOKEN_RE.findall(text.lower()):
-        out.append(word)
+        forms = [word]
         if HANGUL_RE.search(word):
-            out += _without_particle(word)
-            out += morphemes(word)
+            forms += _without_particle(word)
+            forms += morphemes(word)
+        out.append(forms)
     return out
+
+
+def tokens(text: str) -> list[str]:
+    """BM25 tokens: every form of every word (``word_forms``), in order."""
+    return [form for forms in word_forms(text) for form in forms]
 
 
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")

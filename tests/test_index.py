@@ -118,6 +118,26 @@ def test_korean_tokens_drop_particles_and_add_content_morphemes():
     assert tokens("crash test") == ["crash", "test"]  # English words are untouched
 
 
+def test_each_question_word_counts_once_in_bm25():
+    from ragprep.retrieval import Bm25Ranker
+    from ragprep.text import word_forms
+
+    question = "인천 광역 탄소중립위원회의 기타 위원은?"
+    forms = word_forms(question)
+    assert forms[0] == ["인천"] and len(set(forms[2])) >= 4  # a compound yields its word, its stem and its morphemes
+    assert [t for f in forms for t in f] == tokens(question)
+    hub = "탄소중립위원회는 탄소중립위원회의 위원을 위촉하고 광역 탄소중립위원회도 위원회를 둔다. " * 2
+    table = "| 인천 | 30 | 기타 | 의료계(1) |"
+    texts = [hub, table] + [f"filler text number {i} about crash tests" for i in range(20)]
+    ranker = Bm25Ranker.build(texts)
+    # the compound's five forms once outweighed the one specific noun five to one; now each word weighs once
+    assert [i for i, _ in ranker.ranking(question, 2)] == [1, 0]
+    summed = Bm25Ranker.build(texts, lambda text: tokens(text))  # another tokenizer: plain summed BM25
+    assert [i for i, _ in summed.ranking(question, 2)] == [0, 1]
+    english = Bm25Ranker.build(["the belt anchorage", "the crash pulse"])
+    assert np.allclose(english.scores("belt pulse"), english.model.get_scores(["belt", "pulse"]))  # one form a word
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_korean_question_with_particles_finds_its_korean_chunk(indexed, mode):
     root, _ = indexed
@@ -589,6 +609,25 @@ def test_the_sentence_match_reads_a_table_row_with_its_header():
     assert sentence_match(question, table, idf) == 0.75 and sentence_match(question, prose, idf) == 0.5
 
 
+def test_a_second_header_row_is_read_with_every_row_and_repeated_in_every_row_group():
+    from ragprep.retrieval import match_pieces
+    from tasks.index.passages import cut_passages
+
+    # a header cell merged over two rows is read into both: the second row repeats the first's first cell
+    head = "| 구분 | 총인원 | 구성 |  | 민간현황 |\n|---|---|---|---|---|\n| 구분 | 총인원 | 정부 | 민간 | 기타 |"
+    table = head + "\n| 서울 | 40 | 10 | 30 | 법조인(2) |\n| 구분 | 1 | 2 | 3 | 4 |"
+    pieces = list(match_pieces(table))
+    assert pieces[2] == "| 서울 | 40 | 10 | 30 | 법조인(2) | | 구분 | 총인원 | 구성 |  | 민간현황 | | 구분 | 총인원 | 정부 | 민간 | 기타 |"
+    assert pieces[3].startswith("| 구분 | 1 | 2 | 3 | 4 | | 구분 | 총인원 | 구성 |")  # a body row is never a header again
+    single = "| city | total |\n|---|---|\n| city hall | 3 |"  # not the header's first cell: a body row
+    assert list(match_pieces(single))[1] == "| city hall | 3 | | city | total |"
+    rows = "\n".join(f"| 도시{i} | {i} | {i} | {i} | 비고 {i} 설명 문장 하나 둘 셋 넷 |" for i in range(60))
+    passages = cut_passages("c", f"{head}\n{rows}", [], "L", min_words=20, max_words=120)
+    groups = [p for p in passages if "도시" in p.body]
+    assert len(groups) >= 3 and all(p.body.startswith(head + "\n| 도시") for p in groups)
+    assert sum(p.body.count("| 도시") for p in groups) == 60  # every row once, each group under both header rows
+
+
 def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(indexed, tmp_path):
     from tasks.evaluate.queries import run_query_evaluation
 
@@ -599,16 +638,19 @@ def test_evaluate_queries_scores_the_index_and_both_baselines_per_language(index
     path = tmp_path / "decks.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = run_query_evaluation(Settings(root=root), path)
-    assert result.languages == {"en": 6, "ko": 13} and Path(result.written).is_file()
+    assert result.languages == {"en": 6, "ko": 15} and Path(result.written).is_file()
     systems = {(s.lang, s.system, s.mode): s for s in result.scores}
     for lang in ("en", "ko"):
         assert {(lang, "one unit per page/slide", "bm25"), (lang, "400-word windows", "bm25")} <= set(systems)
         product = systems[(lang, "ragprep passages", "hybrid (default)")]
         assert product.answer_at_10 == 1.0 and product.median_chars_hit1 <= 2_500, product  # the reading-size target
-    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 19
+    assert {t.lang for t in result.tuning} == {"en", "ko"} and len(result.per_query) == 21
     assert all(row["hit1"] for row in result.per_query)
     titles = [r.title for r in result.reports()]
-    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 13 questions of decks.jsonl"]
+    assert titles == ["answer-in-hit retrieval, en: 6 questions of decks.jsonl", "answer-in-hit retrieval, ko: 15 questions of decks.jsonl",
+                      "answer-in-hit retrieval, ko heldout-ko3: 2 questions tagged so"]  # a tagged set is also scored alone
+    tagged = {(s.system, s.mode): s for s in result.split_scores}
+    assert tagged[("ragprep passages", "hybrid (default)")].questions == 2 and ("400-word windows", "bm25") in tagged
 
 
 def test_ask_endpoint_keeps_the_index_loaded_and_finds_every_window_embedded_at_index_time(root):

@@ -185,34 +185,46 @@ class QueryEvaluation(BaseModel):
     fusion: dict[str, str]
     scores: list[Scores]
     tuning: list[Tuning]
+    split_scores: list[Scores] = []
+    """The same scores on each tagged question set (a query's ``split``) of a language, labelled ``"<lang> <split>"``."""
     per_query: list[dict]
     naming: dict[str, int] = {}
     written: str | None = None
     encoder: str = ""
 
     def reports(self) -> list[Report]:
-        """One table per language: system, mode, answer@1, answer@10, MRR@10, median chars of hit 1."""
+        """One table per language (system, mode, answer@1, answer@10, MRR@10, median chars of hit 1), then one per
+        tagged question set."""
         out = []
         for lang in self.languages:
-            rows = [[s.system, s.mode, f"{s.answer_at_1:.2f}", f"{s.answer_at_10:.2f}", f"{s.mrr_at_10:.2f}",
-                     f"{s.median_chars_hit1:,.0f}"] for s in self.scores if s.lang == lang]
+            rows = [_row(s) for s in self.scores if s.lang == lang]
             notes = [f"hybrid fusion used by search ({lang}): {self.fusion.get(lang, '')}; ragprep passages' queries encoded "
                      f"by {self.encoder or 'the index embedder'}",
                      f"{self.naming.get(lang, 0)} of {self.languages[lang]} questions name their document's standard "
                      "or file-name words (the leak that makes generated questions a title lookup)"]
             for t in self.tuning:
                 if t.lang == lang:
-                    rows.append([t.held_out.system, t.held_out.mode, f"{t.held_out.answer_at_1:.2f}",
-                                 f"{t.held_out.answer_at_10:.2f}", f"{t.held_out.mrr_at_10:.2f}",
-                                 f"{t.held_out.median_chars_hit1:,.0f}"])
+                    rows.append(_row(t.held_out))
                     notes.append(f"tuned on all {lang} questions: rrf_k={t.rrf_k}, bm25_weight={t.bm25_weight}, "
                                  f"sentence_weight={t.sentence_weight}; held out by "
                                  f"{t.group_by}: " + ", ".join(f"{g} ({v})" for g, v in t.per_group.items()))
             out.append(Report(
                 title=f"answer-in-hit retrieval, {lang}: {self.languages[lang]} questions of {Path(self.queries_file).name}",
-                columns=["system", "mode", "answer@1", "answer@10", "MRR@10", "median chars hit 1"], rows=rows, notes=notes,
+                columns=COLUMNS, rows=rows, notes=notes,
             ))
+        for label in dict.fromkeys(s.lang for s in self.split_scores):
+            part = [s for s in self.split_scores if s.lang == label]
+            out.append(Report(title=f"answer-in-hit retrieval, {label}: {part[0].questions} questions tagged so",
+                              columns=COLUMNS, rows=[_row(s) for s in part]))
         return out
+
+
+COLUMNS = ["system", "mode", "answer@1", "answer@10", "MRR@10", "median chars hit 1"]
+
+
+def _row(s: Scores) -> list[str]:
+    return [s.system, s.mode, f"{s.answer_at_1:.2f}", f"{s.answer_at_10:.2f}", f"{s.mrr_at_10:.2f}",
+            f"{s.median_chars_hit1:,.0f}"]
 
 
 def unit_rankings(name: str, units: list[Unit], questions: list[str], query_vectors: np.ndarray | None,
@@ -292,17 +304,14 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
         systems.append(unit_rankings(name, units, questions, query_vectors if baseline_dense else None, vectors,
                                      Bm25Ranker.build(texts)))
     languages = {lang: sum(q.lang == lang for q in queries) for lang in dict.fromkeys(q.lang for q in queries)}
-    scores = []
+    scores, split_scores = [], []
     for lang in languages:
         rows = [i for i, q in enumerate(queries) if q.lang == lang]
-        subset = [queries[i] for i in rows]
-        fusion = fusion_for(settings.index, subset[0].question)
-        for system in systems:
-            modes = ("hybrid", "bm25", "dense") if system.dense is not None else ("bm25",)
-            for mode in modes:
-                ranked = system.ranked(mode, fusion)
-                scores.append(score(system.name, mode if mode != "hybrid" else "hybrid (default)", lang, subset,
-                                    [ranked[i] for i in rows], system.units))
+        fusion = fusion_for(settings.index, queries[rows[0]].question)
+        scores += system_scores(systems, queries, rows, lang, fusion)
+        for split in dict.fromkeys(queries[i].split for i in rows if queries[i].split):
+            tagged = [i for i in rows if queries[i].split == split]
+            split_scores += system_scores(systems, queries, tagged, f"{lang} {split}", fusion)
     tuning = [tune_fusion(queries, product, lang) for lang in languages]
     hybrid = {lang: product.ranked("hybrid", fusion_for(settings.index, next(q.question for q in queries if q.lang == lang)))
               for lang in languages}
@@ -311,11 +320,24 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
                for lang in languages}
     naming = {lang: sum(names_document(q) for q in queries if q.lang == lang) for lang in languages}
     result = QueryEvaluation(queries_file=str(path), questions=len(queries), languages=languages, index=str(folder),
-                             fusion=fusions, scores=scores, tuning=tuning, per_query=per_query, naming=naming,
-                             encoder=encoder_name)
+                             fusion=fusions, scores=scores, split_scores=split_scores, tuning=tuning, per_query=per_query,
+                             naming=naming, encoder=encoder_name)
     out = layout.evaluations_dir / "queries" / f"{path.stem}.json"
     layout.write_json(out, result.model_dump())
     return result.model_copy(update={"written": str(out)})
+
+
+def system_scores(systems: Sequence[Rankings], queries: Sequence[Query], rows: Sequence[int], label: str,
+                  fusion: Fusion) -> list[Scores]:
+    """Every system's scores (each of its modes; hybrid fused by ``fusion``) on the questions at ``rows``."""
+    subset = [queries[i] for i in rows]
+    out = []
+    for system in systems:
+        for mode in ("hybrid", "bm25", "dense") if system.dense is not None else ("bm25",):
+            ranked = system.ranked(mode, fusion)
+            out.append(score(system.name, mode if mode != "hybrid" else "hybrid (default)", label, subset,
+                             [ranked[i] for i in rows], system.units))
+    return out
 
 
 def names_document(query: Query) -> bool:

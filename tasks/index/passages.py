@@ -10,7 +10,8 @@ contents list is no passage unless the chunk holds nothing else: its titles poin
 them in their section path or body, and as a passage it outranked the sections it names) —
 and packs consecutive blocks into passages of about ``min_words``..``max_words`` words (a Korean word
 without spaces counts one per ``KO_CHARS_PER_WORD`` syllables). A block longer than ``max_words`` is
-split: a table into groups of rows with its header row repeated, a paragraph into sentence groups.
+split: a table into groups of rows with its header row repeated (and a second header row under it, one that repeats the
+header's first cell: a merged header cell read into both rows), a paragraph into sentence groups.
 
 Each passage carries its **section path**: the chunk's heading path, the Markdown headings above it
 inside the chunk and the numbered clause it falls under (``S7.2.5 Dynamic performance ...``,
@@ -28,6 +29,7 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ragprep.retrieval import continues_header
 from ragprep.text import HANGUL_RE
 
 MIN_WORDS = 100
@@ -216,6 +218,8 @@ def _table_groups(text: str, max_words: int) -> Iterator[str]:
     start = next((i for i, line in enumerate(lines) if _TABLE_LINE_RE.match(line)), 0)  # a caption comes first
     caption, lines = lines[:start], lines[start:]
     head = caption + (lines[:2] if len(lines) > 1 and _TABLE_RULE_RE.match(lines[1]) else lines[:1])
+    while len(head) - len(caption) < len(lines) and continues_header(lines[len(head) - len(caption)], lines[0]):
+        head.append(lines[len(head) - len(caption)])  # a second header row (a merged header cell read into both)
     rows = lines[len(head) - len(caption):]
     group: list[str] = []
     for row in rows:

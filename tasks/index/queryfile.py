@@ -31,6 +31,9 @@ class Query(BaseModel):
     page: int | None = None
     slide: int | None = None
     answer_keys: list[str]
+    split: str | None = None
+    """Optional tag of a question set (``heldout-ko3``: written after the ranking was last tuned, before any change
+    they could steer); ``evaluate --queries`` reports each tagged set's scores on their own."""
 
 
 def load_queries(path: Path) -> list[Query]:
