@@ -452,3 +452,123 @@ def test_a_load_case_alone_is_no_test_handle():
     load_case = RULES["generate.handle.load_case"].check
     assert load_case("ODB 64 kph") and load_case("Full Width Rigid Barrier 56 km/h")
     assert not load_case("FO-2024-017 ODB 64 km/h") and not load_case("SP-2024-031 Oblique Pole 32 km/h")
+
+
+def test_a_korean_count_table_is_no_zone_grid_and_asks_no_highest_head_count():
+    table = ("|  | 제1기 위원회 | 제2기 위원회 |\n|---|---|---|\n| 여성 | 28명 | 7명 |\n| 농업계 | 1명 | - |\n"
+             "| 청년 | 6명 | 1명 |\n| 시민사회 | 10명 | 2명 |")
+    parsed = parse_table(table)
+    assert parsed is not None and [label for label, _ in parsed.rows][:2] == ["여성", "농업계"]  # short Korean words
+    assert RULES["generate.table.head_count"].check(parsed, 0)
+    handle = Handle(title="탄소중립기본법 일부개정법률안", kind="document")
+    from tasks.qa.rules import _table_candidates
+
+    asked = [c.question for c in _table_candidates(view("# 위원 구성\n\n" + table, handle, language="ko", tables=[("t1", table)]))]
+    assert asked and not any("가장 큰" in q for q in asked)
+    assert any(q.endswith("제1기 위원회의 여성은 몇 명인가요?") for q in asked)
+
+
+def test_a_wrapped_cross_reference_is_no_paragraph_start_and_an_appendix_is_named_with_its_annex():
+    assert RULES["generate.provision.reference_line"].check("and a force of 100N shall be applied")
+    assert not RULES["generate.provision.reference_line"].check("Obstruction & Stability of the CRS")
+    assert not RULES["generate.provision.reference_line"].check("i-Size equipped vehicles")
+    text = ("# 2.2.3.4 Obstruction & Stability of the CRS\n\n2.2.3.4 Obstruction & Stability of the CRS\n\n"
+            "f) The CRS shall be returned to the initial position with the belt tightened as per Section\n\n"
+            "2.2.3.2 and a force of 100N shall be applied perpendicular to the CRS.\n\n"
+            "The vehicle meets the requirements if all of the following are met:\n\n"
+            "h) The vehicle interior can accommodate installation of the CRS in all orientations.\n")
+    numbers = {u.number for u in provision_units(view(text, Handle(title="CP 008-1", kind="document")))}
+    assert "2.2.3.4(h)" in numbers and not any(n.startswith("2.2.3.2") for n in numbers)
+    annex = RULES["generate.provision.annex_appendix"].check
+    assert annex(view("x", title="Annex 17 - Appendix 1 Provisions concerning ...")) == "Appendix 1 to Annex 17"
+    assert annex(view("x", title="Annex 4 Collision test procedure")) == "Annex 4"
+    limit = ("# Annex 4 Collision test procedure\n\n4.3.5. The mass of the measuring apparatus shall not change each axle "
+             "reference load by more than 5 per cent.\n")
+    asked = [q for q, _ in made("generate.requirement.limit", view(limit, R95, title="Annex 4 Collision test procedure"))]
+    assert asked and all("paragraph 4.3.5 of Annex 4 to UN Regulation No. 95" in q for q in asked), asked
+
+
+def test_a_figure_label_layout_is_no_table_and_a_figure_pointer_is_no_requirement():
+    assert parse_table("| Zone 5 | Zone 4 | Zone 6 | |\n|---|---|---|---|\n| Zone 1 | Zone 2 | Zone 3 | |") is None
+    assert parse_table("| Test | HIC |\n|---|---|\n| Test 1 | 400 |\n| Test 2 | 500 |") is not None
+    pointer = RULES["generate.provision.cross_reference"].check
+    assert pointer("The anchorages shall be positioned as shown in Figure 1.")
+    assert pointer("For two seater vehicles, specific vehicle provisions must be met as detailed in Section 2.1.")
+
+
+def test_conditions_a_main_clause_depends_on_coordinated_causes_and_sentence_continuations_are_not_asked():
+    deictic = RULES["generate.provision.conditional_deictic"].check
+    assert deictic("Where a range is specified", "be capable of meeting the requirements at all points within the range")
+    assert not deictic("If the strap slips in the buckle by more than 25 mm", "be invalid")
+    assert not RULES["generate.causal.one_predicate"].check(
+        "The pole is 254 mm ±3 mm (10 inches) in diameter and set off from any mounting surface")
+    assert RULES["generate.causal.one_predicate"].check("The passenger airbag is larger")
+    assert not RULES["generate.causal.one_predicate"].check(
+        "The pressure mat is oriented and landmarked prior to testing according to the procedure in the Appendix")
+    continues = RULES["generate.prose.continuation"].check
+    md = ("(2) If a sun roof opening is located forward of the front edge of the upper roof, then in either front "
+          "outboard seating position, target\n\nFH2 is the nearest point that is forward of Plane 24.")
+    assert continues("FH2 is the nearest point that is forward of Plane 24.", md)
+    assert not continues("The pole is a rigid structure.", "# Rigid Pole\n\nCurb Weight Measurement\n\nThe pole is a rigid structure.")
+    text = ("# Annex 8 Partial test\n\n2.2.1. Using the new padding materials, seat, etc. presented for the extension, tests "
+            "shall be repeated.\n\n2.2.1.1. If the HPC calculated from both approval tests is lower, the extension shall be granted.\n")
+    titles = {u.number: u.title for u in provision_units(view(text, R95, title="Annex 8 Partial test"))}
+    assert titles.get("2.2.1.1", "") == ""  # a sentence cut at "etc." is no paragraph title
+
+
+def test_criteria_listed_under_a_lead_in_are_asked_for_their_bound():
+    text = ("# 5. Specifications and tests\n\n5.2. Performance criteria\n\n5.2.1.1. The head performance criterion (HPC) shall "
+            "be less than or equal to 1,000; when there is no head contact, then the HPC shall be recorded as \"No Head "
+            "Contact.\"\n\n"
+            "5.2.1.2. The thorax performance criteria shall be:\n\n(a) Rib Deflection Criterion (RDC) less than or equal to "
+            "42 mm;\n\n5.2.1.5. For vehicles with a wheelbase greater than 2 m the test is repeated.\n")
+    pairs = made("generate.provision.criterion_limit", view(text, R95, title="5. Specifications and tests"))
+    assert ("What limit does paragraph 5.2.1.2(a) (Performance criteria) of UN Regulation No. 95 set for the Rib Deflection "
+            "Criterion (RDC)?", "less than or equal to 42 mm") in pairs
+    assert any(q.endswith("set for the head performance criterion (HPC)?") and a == "less than or equal to 1,000"
+               for q, a in pairs)
+    assert len(pairs) == 2  # "For vehicles with a wheelbase greater than 2 m" names no criterion
+    assert made("generate.provision.criterion_limit", view(text, Handle(), title="5.")) == []  # never without a handle
+    asked = text.replace('recorded as \"No Head Contact.\"', "not measured.")  # now the requirement rule asks 5.2.1.1
+    assert any("5.2.1.1" in q for q, _ in made("generate.provision.requirement", view(asked, R95, title="5.")))
+    assert not any("5.2.1.1" in q for q, _ in made("generate.provision.criterion_limit", view(asked, R95, title="5.")))
+
+
+def test_unread_bounds_offsets_lost_glyph_words_cut_subjects_and_sentence_case_headings():
+    lost = RULES["generate.value.bound_lost"].check
+    assert lost("The seatback angle must be no further forward than a torso angle of ")
+    assert lost("The lateral coordinate of the footrest is obtained by adding ")
+    assert not lost("The impactor shall strike the pole at ")
+    from tasks.qa.rules.provisions import garbled
+
+    assert garbled("When checking a Child Restraint Fixture (CRF) behind the d ive ’s se t")
+    assert not garbled("between and including 100 g and 150 g") and not garbled("in the x and y directions")
+    text = "# Annex 5\n\n1.6. The front and rear track width of the trolley shall be 1,500 ± 10 mm.\n"
+    assert not any("for the front" in q for q, _ in made("generate.provision.value", view(text, R95, title="Annex 5")))
+    from tasks.qa.rules.sections import inner_headings
+
+    md = ("# Intrusion measurements\n\nB-pillar (one point): The B-pillar is marked on the inside of the door opening.\n\n"
+          "Dummy kinematics, contact locations, and kinematic assessments\n\n"
+          "Each dummy is inspected in its undisturbed postcrash position and any damage is noted.\n")
+    assert [h for _, h in inner_headings(md)] == ["Dummy kinematics, contact locations, and kinematic assessments"]
+
+
+def test_a_section_heading_that_is_the_standard_itself_is_no_section():
+    from schemas.chunks import ChunkRow
+    from tasks.qa.generate import chunk_handle
+
+    title = "§ 571.214 Standard No. 214; Side impact protection"
+    chunk = ChunkRow(chunk_id="c", doc_id="d", source_path="fmvss214.pdf", unit="section", page_start=1, title=title,
+                     heading_path=[title], markdown="# x", token_count=5, has_table=False, has_image=False,
+                     has_chart=False, has_ocr=False, element_ids=[])
+    assert chunk_handle(chunk, Handle(title="FMVSS No. 214", kind="standard")).section == ""
+
+
+def test_phase_in_production_bookkeeping_is_not_asked():
+    text = ("# S6.1 Phase-in\n\nS6.3 Side moving barrier crash. (c)(3) Vehicles produced by more than one manufacturer. For "
+            "the purpose of calculating average annual production, a vehicle produced by more than one manufacturer shall be "
+            "attributed to a single manufacturer as follows.\n\n(i) A vehicle which is imported shall be attributed to the "
+            "importer.\n\nS6.4 Static rollover. When the vehicle is rotated, fuel spillage shall not exceed the limits of S5.6.\n")
+    asked = [a for _, a in made("generate.provision.requirement", view(text, Handle(title="FMVSS No. 301", kind="standard")))]
+    assert not any("attributed" in a for a in asked)
+    assert any(a.startswith("When the vehicle is rotated") for a in asked)  # the rollover requirement is still asked

@@ -340,7 +340,9 @@ def test_charts_name_series_and_categories_never_series_n():
     single = "| Category | Series 1 |\n|---|---|\n| 0 ms | 0 |\n| 20 ms | 12.4 |\n| 60 ms | 38.2 |"
     made = [c for c in questions(view("# Chest\n\n" + single, FO, charts=[("c1", "Chest acceleration vs time", single)]))
             if c.target_modality == "chart"]
-    assert {c.answer for c in made} == {"60 ms", "38.2"}
+    # the peak's own value is the "at what time does it peak" question's twin (the rubric counts it once): the
+    # runner-up's value is asked instead
+    assert {c.answer for c in made} == {"60 ms", "12.4"}
     assert all("Series" not in c.question and "Chest acceleration vs time" in c.question for c in made)
     assert any(c.question.startswith("In the FO-2024-017 ODB 64 km/h test (Prototype P2), at what time does") for c in made)
 

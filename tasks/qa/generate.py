@@ -191,6 +191,8 @@ def chunk_handle(chunk: ChunkRow, document: rules.Handle | None, carried: str = 
     if base.kind == "standard" and chunk.heading_path:  # an extract that carries a second standard ("§ 571.227 ...")
         own = handles.identifier([], [chunk.heading_path[0]])
         title = own if own and own != base.title else title
+    if section and base.kind == "standard" and handles.identifier([], [section]) == title:
+        section = ""  # "§ 571.214 Standard No. 214; Side impact protection" is the standard itself, not a section of it
     return rules.Handle(base.test_name, base.stage, title, base.kind, section, kind, base.date, base.running_heads)
 
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 
 from ragprep.markdown import KEY_VALUE_RE, parse_number
+from tasks.qa.registry import rule
 from tasks.qa.rules.text import (
     _ARTICLES,
     _BULLET_RE,
@@ -346,7 +347,7 @@ def _definition_candidates(view: ChunkView) -> Iterator[Candidate]:
                                 sentence, "definitional", "text")
             continue
         made = definition_question(sentence, view.markdown, place)
-        if made:
+        if made and not continues_sentence(sentence, view.markdown):
             yield Candidate(made[0], sentence, made[1], "text")
 
 
@@ -471,9 +472,32 @@ def _causal_candidates(view: ChunkView) -> Iterator[Candidate]:
         return
     for sentence in sentences(view.markdown):
         effect = causal_effect(sentence)
-        question = why_question(effect, view.markdown) if effect else None
-        if question and len(question.split()) >= 4:
+        question = why_question(effect, view.markdown) if effect and one_predicate(effect) else None
+        if question and len(question.split()) >= 4 and not continues_sentence(sentence, view.markdown):
             yield Candidate(f"{question}, according to {place}?", sentence, "causal", "text")
+
+
+@rule("generate.prose.continuation", "generate", "a sentence a prose rule (definition, cause) would answer with",
+      "the text before it ends without a sentence end ('... in either front outboard seating position, target' / page "
+      "break / 'FH2 is the nearest point ...'): it continues a sentence whose condition it would drop, so it is not asked")
+def continues_sentence(sentence: str, markdown: str) -> bool:
+    """True when the chunk text right before the sentence ends in a word, not a sentence end or a heading."""
+    at = markdown.find(sentence[:60])
+    before = markdown[:at].rstrip() if at > 0 else ""
+    last_line = before.rsplit("\n", 1)[-1]
+    prose = len(last_line.split()) >= 8 and not last_line.lstrip().startswith(("#", "|", "-", "*", "•", ">"))
+    return prose and bool(re.search(r"[a-z,]$", before))  # a short line ending in a word is a plain-line heading
+
+
+@rule("generate.causal.one_predicate", "generate", "the effect clause of a 'why' question",
+      "an effect with two coordinated predicates ('The pole is 254 mm in diameter and set off from any mounting surface, "
+      "so that ...') does not say which one the cause explains: not asked")
+def one_predicate(effect: str) -> bool:
+    """True when the effect clause has one predicate (no 'and' + another verb or participle after its verb)."""
+    second = re.search(r"\band\s+(?:is\s+|are\s+|was\s+|were\s+|then\s+)?"
+                       r"(?:(?!ed\b)[a-z]{2,}(?:ed|en)|set|put|cut|held|kept|made|built|laid|left|bent)\b", effect)
+    return not second \
+        and "according to" not in effect
 
 
 # --- procedures --------------------------------------------------------------------------------

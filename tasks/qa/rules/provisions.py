@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only
+from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only, reference_line
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
     Candidate,
@@ -74,6 +74,8 @@ def _title(text: str) -> tuple[str, str]:
     if not sep and "." not in text.strip().rstrip("."):
         candidate, body = text.strip().rstrip(".:"), ""
     words = candidate.split()
+    if body[:1].islower():
+        return "", text  # "Using the new padding materials, seat, etc. presented for ...": a sentence, not a title
     if (not 1 <= len(words) <= 9 or re.search(r"\b(?:as follows|following)$", candidate)
             or not _TITLE_WORDS_RE.match(candidate) or _VERB_WORDS & {w.lower() for w in words}
             or re.search(r"\d{2,}", candidate)):
@@ -81,10 +83,19 @@ def _title(text: str) -> tuple[str, str]:
     return candidate, body.strip()
 
 
+_ANNEX_RE = re.compile(r"^\s*#*\s*(Annex|Appendix)\s+(\d+[A-Z]?)\b(?:\s*[-–—]\s*(Appendix)\s+(\d+[A-Z]?)\b)?")
+
+
+@rule("generate.provision.annex_appendix", "generate", "the chunk title or first heading ('Annex 17 - Appendix 1 ...')",
+      "a paragraph of an annex's appendix is named with both ('paragraph 1.1 of Appendix 1 to Annex 17 to UN Regulation "
+      "No. 16'): paragraph 1.1 of Annex 17 itself is another paragraph")
 def annex_of(view: ChunkView) -> str:
-    """The annex or appendix a chunk belongs to ("Annex 4"), from its title or first heading; '' when none."""
+    """The annex or appendix a chunk belongs to ("Annex 4", "Appendix 1 to Annex 17"), from its title or first heading;
+    '' when none."""
     for part in [view.title.split(" / ")[0], *view.heading_path[:1]]:
-        found = re.match(r"^\s*#*\s*(Annex|Appendix)\s+(\d+[A-Z]?)\b", part or "")
+        found = _ANNEX_RE.match(part or "")
+        if found and found.group(3):
+            return f"{found.group(3)} {found.group(4)} to {found.group(1)} {found.group(2)}"
         if found:
             return f"{found.group(1)} {found.group(2)}"
     return ""
@@ -121,6 +132,7 @@ def provision_units(view: ChunkView) -> list[Unit]:
     for index, block in enumerate(blocks):
         block = block.strip()
         found = _NUMBER_RE.match(block)
+        found = None if found and reference_line(found.group("rest")) else found
         if found and _MEASURE_RE.match(found.group("rest")):
             continue  # "6.5 in. 30 in.": a figure's dimension label, not paragraph 6.5
         if found and (found.group("number").startswith("S") or "." in found.group("number") or index > 0):
@@ -161,10 +173,17 @@ _ADMINISTRATIVE_RE = re.compile(
     r"amendments?\b|effective date|\bapproval\b", re.IGNORECASE)
 
 
+_ATTRIBUTION_RE = re.compile(r"\bshall be attributed to\b|\bproduced by more than one manufacturer\b|\bexcluded from\b[^.]{0,40}"
+                             r"\bphase-in\b", re.IGNORECASE)
+"""Text of a phase-in's production counting ("A vehicle which is imported shall be attributed to the importer."):
+legal bookkeeping, asked by nobody who tests vehicles."""
+
+
 def administrative(view: ChunkView, unit: Unit) -> bool:
     """A unit of an administrative section (transitional provisions, phase-in, penalties, approval marks): its
     sentences are legal procedure, not a fact a safety engineer asks."""
-    return bool(_ADMINISTRATIVE_RE.search(unit.title) or _ADMINISTRATIVE_RE.search(" ".join([view.title, *view.heading_path])))
+    return bool(_ADMINISTRATIVE_RE.search(unit.title) or _ADMINISTRATIVE_RE.search(" ".join([view.title, *view.heading_path]))
+                or _ATTRIBUTION_RE.search(unit.text))
 
 
 _ROMAN = frozenset("i ii iii iv v vi vii viii ix x".split())
@@ -309,8 +328,10 @@ _RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
 
 
 def garbled(answer: str) -> bool:
-    """True when the answer carries an extraction artefact (``_GARBLED_RE``): it would not be grounded as written."""
-    return bool(_GARBLED_RE.search(answer))
+    """True when the answer carries an extraction artefact (``_GARBLED_RE``), or words whose letters the PDF font lost
+    ("behind the d ive ’s se t" for "driver's seat": two or more stray single letters): not grounded as written."""
+    stray = re.findall(r"(?:^|(?<=\s))(?<!\d\s)[b-w](?=\s|’|$)", answer)  # not "a", the axes x-z, nor a unit "100 g"
+    return bool(_GARBLED_RE.search(answer)) or len(stray) >= 2
 
 
 def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
@@ -524,10 +545,21 @@ def _conditional_question(sentence: str, place: str, context: str) -> tuple[str,
     if re.search(r"\b(?:above|below|paragraphs?|this|these|it|they)\b", found.group("condition"), re.IGNORECASE):
         return None  # the condition points elsewhere ("if the test in paragraph 7.2 above ...")
     pointer = re.search(r"\b(?:above|below|following)\b", f"{found.group('subject')} {found.group('rest')}")
-    if len(found.group("condition").split()) < 4 or pointer:
+    deictic = introduced_in_condition(found.group("condition"), found.group("rest"))
+    if len(found.group("condition").split()) < 4 or pointer or deictic:
         return None  # an elliptic condition ("If adjustable"), or a main clause that points elsewhere
     subject = _lower_first(found.group("subject"), context)
     return f"According to {place}, when {found.group('modal')} {subject} {found.group('rest')}?", found.group("condition")
+
+
+@rule("generate.provision.conditional_deictic", "generate", "a conditional requirement's condition and main clause",
+      "the main clause names with 'the' what only the condition introduces ('Where a range is specified, the vehicle must "
+      "meet the requirements at all points within the range'): the question 'when ... within the range?' depends on its "
+      "own answer, so it is not asked")
+def introduced_in_condition(condition: str, rest: str) -> bool:
+    """True when a noun the condition introduces with "a/an" comes back in the main clause as "the <noun>"."""
+    nouns = {m.group(1).lower() for m in re.finditer(r"\b(?:a|an)\s+(?:[a-z\-]+\s+)?([a-z]{3,})\b", condition)}
+    return any(re.search(rf"\bthe\s+(?:[a-z\-]+\s+)?{re.escape(noun)}\b", rest, re.IGNORECASE) for noun in nouns)
 
 
 @rule("generate.provision.conditional", "generate", "a requirement with a leading condition ('If the strap slips ..., "

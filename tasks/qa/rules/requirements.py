@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from tasks.qa.handles import clean_name
 from tasks.qa.registry import rule
-from tasks.qa.rules.provisions import _GARBLED_RE
+from tasks.qa.rules.provisions import _GARBLED_RE, annex_of
 from tasks.qa.rules.text import Candidate, ChunkView, _lower_first, doc_phrase, paragraphs, sentences, where
 
 _NUMBER = r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|°|[a-zA-Zµ/²]{1,6}\b)?"
@@ -117,8 +117,9 @@ def _paragraph_number(markdown: str, sentence: str) -> str:
 
 def _place(view: ChunkView, number: str) -> str:
     doc = doc_phrase(view)
+    annex = annex_of(view)
     if number and doc:
-        return f"paragraph {number} of {doc}"
+        return f"paragraph {number} of {annex} to {doc}" if annex else f"paragraph {number} of {doc}"  # Annex 4's 4.3.5
     return where(view)
 
 

@@ -21,9 +21,11 @@ _HEADING_RE = re.compile(r"(?m)^#{1,6}\s+(.+?)\s*$")
 _CAPTION_RE = re.compile(r"^(?:Figure|Fig\.|Table|Chart|Photo|Annex|Appendix|그림|표)\s*[\dA-Z]", re.IGNORECASE)
 _PSEUDO_HEADING_RE = re.compile(
     r"(?m)(?:^|(?<=\n\n))(?:\*\*(?P<bold>[^*\n]{3,80})\*\*|(?P<caps>[A-Z][A-Z0-9&/,()' -]{3,70}[A-Z)])|"
-    r"(?P<title>[A-Z][a-z]+(?:[ -](?:[A-Z][\w-]*|of|and|for|the|to|in|on|with|a|an|or)){1,6}))[ \t]*\n\n(?=[^\n]{60,})")
-"""A line standing alone as a heading without Markdown: bold (**Test Speed**), ALL CAPS (TESTING) or Title Case of two
-to seven words (Curb Weight Measurement), with no end punctuation and a prose paragraph of 60+ characters after it."""
+    r"(?P<title>[A-Z][a-z]+(?:[ -](?:[A-Z][\w-]*|of|and|for|the|to|in|on|with|a|an|or)){1,6})|"
+    r"(?P<sentence>[A-Z][a-z]+(?:,? [a-z][a-z\-]*){2,9}))[ \t]*\n\n(?=[^\n]{60,})")
+"""A line standing alone as a heading without Markdown: bold (**Test Speed**), ALL CAPS (TESTING), Title Case of two
+to seven words (Curb Weight Measurement) or sentence case of three to ten lower-case words ("Dummy kinematics, contact
+locations, and kinematic assessments"), with no end punctuation and a prose paragraph of 60+ characters after it."""
 
 
 def inner_headings(markdown: str, plain: bool = True) -> list[tuple[int, str]]:
@@ -31,7 +33,7 @@ def inner_headings(markdown: str, plain: bool = True) -> list[tuple[int, str]]:
     lines that act as headings without Markdown (``_PSEUDO_HEADING_RE``); figure and table captions are no headings."""
     found = [(m.start(), m.group(1)) for m in _HEADING_RE.finditer(markdown) if m.start() > 0]
     for m in _PSEUDO_HEADING_RE.finditer(markdown) if plain else ():
-        text = (m.group("bold") or m.group("caps") or m.group("title")).strip()
+        text = (m.group("bold") or m.group("caps") or m.group("title") or m.group("sentence")).strip()
         if m.start() > 0 and not _CAPTION_RE.match(text) and len(text.split()) <= 10 and not text.endswith((".", ":", ",")):
             found.append((m.start(), text))
     return sorted(found)

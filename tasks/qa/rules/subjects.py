@@ -73,6 +73,8 @@ def value_subject(before: str) -> str:
         return _shortened(found, clause)  # "the lumbar spine attaches to ...": the last word is the verb
     if words[0] in _NOT_A_SUBJECT or words[-1] in _NOT_A_SUBJECT or any(w.isdigit() for w in words):
         return ""
+    if re.match(r"\s+(?:and|or)\s", clause[found.end():]) and not found.group("of"):
+        return ""  # "The front and rear track width of the trolley": the phrase is cut at its coordination
     if _PARTICIPLE_END_RE.search(found.group("np")):
         return ""  # "the maximum deflection calculated ...": the phrase runs into a participle, the owner is cut
     np = found.group("np") + (f" of the {found.group('of')}" if found.group("of") else "")

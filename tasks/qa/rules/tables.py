@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ragprep.markdown import parse_number, table_rows
-from tasks.qa.registry import rule
+from tasks.qa.rules.cells import cell_answer, head_counts, merged_label_rows, unit_from_label
 from tasks.qa.rules.facts import (
     _KEY_RE,
     KEY_FRAMES_EN,
@@ -82,22 +82,6 @@ def parse_table(markdown: str) -> Table | None:
     return Table(columns[0], columns[1:], [g.strip() for g in groups[1:]], kept)
 
 
-@rule("generate.table.merged_label", "generate", "a table's body rows (label cell and value cells)",
-      "a labelled row followed by rows with an empty label but values of their own, or preceded by such rows at the top "
-      "of the body, is one row of a merged label cell spanning several rows: its values are sub-items, not the label's "
-      "total, so its cells are not asked")
-def merged_label_rows(labels: Sequence[str], body: Sequence[Sequence[str]]) -> set[int]:
-    """Indexes of labelled rows whose label cell spans further rows (the extraction left those rows' labels empty).
-    An empty-labelled row continues the labelled row above it; only empty-labelled rows at the top of the body (no
-    labelled row above them) belong to the first labelled row below, whose label then sits in the span's middle."""
-    spanned = [not labels[i] and any(c.strip() for c in body[i][1:]) for i in range(len(body))]
-    merged = {i for i in range(len(body) - 1) if labels[i] and spanned[i + 1]}
-    first = next((i for i, label in enumerate(labels) if label), None)
-    if first and any(spanned[:first]):
-        merged.add(first)
-    return merged
-
-
 _MEASURE_CELL_RE = re.compile(r"\d\s?(?:cm|mm|kg|km/h|kph|ms|kN|N|g|%|°)(?![A-Za-z])")
 
 
@@ -109,11 +93,20 @@ def _headless(rows: list[list[str]]) -> bool:
     return bool(cells) and (numbers >= max(1, len(cells) / 2) or any(_MEASURE_CELL_RE.search(c) for c in cells))
 
 
+_HANGUL_WORD_RE = re.compile(r"[가-힣]")
+"""A Korean word or counted value is short ("여성", "28명") but no zone code: Korean tables are not zone grids for it."""
+
+
 def _zone_grid(rows: list[list[str]]) -> bool:
     """A figure's zone grid or label layout read as a table: most cells empty or a short code ("A1", "2c", "x")."""
     cells = [c.strip() for r in rows for c in r]
-    short = sum(len(c) <= 3 and not re.fullmatch(r"\d+(?:[.,]\d+)?", c) for c in cells)
-    return len(cells) >= 6 and short >= 0.7 * len(cells)
+    short = sum(len(c) <= 3 and not re.fullmatch(r"\d+(?:[.,]\d+)?", c) and not _HANGUL_WORD_RE.search(c) for c in cells)
+    named = [m.group(1).lower() for m in (_ZONE_LABEL_RE.match(c) for c in cells if c) if m]
+    labels = bool(named) and len(named) >= 0.7 * len([c for c in cells if c]) and len(set(named)) == 1
+    return len(cells) >= 6 and short >= 0.7 * len(cells) or labels  # "Zone 5 | Zone 4 | Zone 6": a figure's layout
+
+
+_ZONE_LABEL_RE = re.compile(r"^([A-Za-z]+)\s*\d{1,2}[a-z]?$")
 
 
 _LIST_NUMBER_RE = re.compile(r"^(\d{1,2})[.)]?\s+(?=[A-Za-z가-힣])")
@@ -274,33 +267,6 @@ def _table_cells(table: Table, ctx: _TableContext, skip: frozenset[tuple[int, st
                 yield Candidate(question, value, qtype, "table", ctx.element_id)
 
 
-_BULLET_START_RE = re.compile(r"^[·•∙‧ㆍ▪◦○●■□※*\-–]\s*(?=\S)")
-
-
-@rule("generate.table.cell_bullet", "generate", "a table cell's text used as an answer",
-      "a list bullet the PDF put at the start of the cell ('· 여성(28명, 35%) ...') is not part of the answer")
-def cell_answer(value: str) -> str:
-    """The cell's text without a leading list bullet (the bullet is layout, not the value)."""
-    value = value.strip()
-    return value if re.fullmatch(r"[-–]\s*\d[\d.,]*\s*\S*", value) else _BULLET_START_RE.sub("", value)
-
-
-_LABEL_UNIT_RE = re.compile(r"\s*\((?P<unit>mm|cm|m|ms|s|kg|g|kN|N|km/h|%|°|deg|daN|bar|kPa|Nm|J|kJ)\)")
-
-
-@rule("generate.table.label_unit", "generate", "a Korean table row label that carries its unit in brackets ('전개 시간 (ms)')",
-      "the unit moves from the question's subject into the question's ending: '전개 시간의 결과는 몇 ms인가요?' -> '32.5' "
-      "(the answer stays the cell as written)")
-def unit_from_label(question: str, value: str, label: str) -> tuple[str, str]:
-    """(question, answer) with the row label's bracketed unit asked for ("몇 ms인가요?") when the answer is a bare
-    number; unchanged otherwise."""
-    found = _LABEL_UNIT_RE.search(label)
-    if not found or not re.fullmatch(r"-?\d[\d.,]*", value.strip()) or not question.endswith("얼마인가요?"):
-        return question, value
-    bare = _LABEL_UNIT_RE.sub("", label).strip()
-    fixed = re.sub(re.escape(label) + r"(?:은|는)", josa(bare, "은/는"), question)  # the particle follows the bare label
-    fixed = fixed.replace(label, bare)
-    return f"{fixed[:-len('얼마인가요?')]}몇 {found.group('unit')}인가요?", value
 
 
 def _limit_checks(table: Table, ctx: _TableContext) -> Iterator[Candidate]:
@@ -344,7 +310,7 @@ def _highest_rows(table: Table) -> list[tuple[int, str]]:
         values = [(parse_number(re.sub(r"[^\d.,-]", "", cells[col])), label) for label, cells in table.rows
                   if col < len(cells) and re.fullmatch(r"-?[\d.,]+\s?(?:%|명|개|건|원|[A-Za-z/]{0,4})", cells[col].strip())]
         values = [(v, label) for v, label in values if v is not None and not _TOTAL_LABEL_RE.match(label)]
-        if len(values) < 3 or len(values) < len(table.rows) - 1:
+        if len(values) < 3 or len(values) < len(table.rows) - 1 or head_counts(table, col):
             continue
         values.sort(reverse=True)
         if values[0][0] != values[1][0]:
@@ -520,11 +486,13 @@ def _chart_candidates(view: ChunkView) -> Iterator[Candidate]:
             ranked = sorted(points, key=lambda p: parse_number(p[1]), reverse=True)
             if parse_number(ranked[0][1]) == parse_number(ranked[1][1]) or parse_number(ranked[0][1]) == 0:
                 continue
-            category, value = ranked[0]
             yield Candidate(
-                _peak_question(name, chart, doc, categories, view.language), category, "comparative", "chart", element_id
+                _peak_question(name, chart, doc, categories, view.language), ranked[0][0], "comparative", "chart", element_id
             )
-            yield Candidate(_value_question(name, chart, doc, category, view.language), value, "numeric", "chart", element_id)
+            if len(ranked) >= 3:  # the peak's own value would be the "highest" question's twin: ask the runner-up's
+                category, value = ranked[1]
+                yield Candidate(_value_question(name, chart, doc, category, view.language), value, "numeric", "chart",
+                                element_id)
 
 
 # --- pictures -----------------------------------------------------------------------------------
