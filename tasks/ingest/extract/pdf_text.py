@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pymupdf
 
+from ragprep.engines.hyphens import Hyphenation
 from ragprep.engines.pdf import join_lines, spaced_line_text
 
 BOLD_FONT_RE = re.compile(r"bold|black|heavy|semibold|demi|[-,]b\b|bx", re.IGNORECASE)
@@ -61,6 +62,8 @@ class Block:
     text_source: str = "text"
     """text (the text layer as is), repaired (word spaces added from glyph positions)."""
     source_reason: str | None = None
+    lines: list[str] = field(default_factory=list, repr=False)
+    """The block's text lines, joined again once the document's words are known (``mend_hyphens``)."""
 
 
 def _span_text(span: dict) -> str:
@@ -90,6 +93,7 @@ def read_blocks(page_number: int, text_dict: dict) -> list[Block]:
             continue
         size = sizes.most_common(1)[0][0] if sizes else 0.0
         item = Block(page_number, tuple(round(v, 2) for v in block["bbox"]), text, size, bold_chars > 0.6 * n_chars, len(lines))
+        item.lines = lines
         added = sum(line.count(" ") for line in lines) - sum(
             _span_text(span).count(" ") for line in block.get("lines", []) for span in line.get("spans", [])
         )
@@ -129,3 +133,15 @@ def text_blocks(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, cov
     """Text blocks, less those inside a ``covered`` box (a table's); word spaces also read from glyph positions."""
     text_dict = page.get_text("rawdict", textpage=textpage, sort=True)
     return [b for b in read_blocks(number, text_dict) if not any(_inside(b.bbox, box) for box in covered)]
+
+
+def block_lines(blocks: list[Block]) -> list[str]:
+    """The text lines of ``blocks`` in order (what ``Hyphenation.of_lines`` learns a document's words from)."""
+    return [line for block in blocks for line in (block.lines or [block.text])]
+
+
+def mend_hyphens(blocks: list[Block], hyphens: Hyphenation) -> None:
+    """Join each block's lines again with the document's own words deciding its line-end hyphens."""
+    for block in blocks:
+        if block.lines:
+            block.text = join_lines(block.lines, hyphens)
