@@ -10,12 +10,14 @@ with the package; no download):
 * anything else (``20-`` / ``30`` a range, ``-5``, ``DC-`` / ``or AC-buses`` a suspended hyphen, Korean text):
   left as the text layer has it, the hyphen and a space.
 
-The rule, for a continuation in lower case: the hyphenated form occurring in the document (more often than the
-joined form), a chain (``left-to-``), or a first part that is one letter, holds a digit or is an acronym makes a
-compound; else the joined form being a word of the document or of the word list joins; else both parts being
-words (3+ letters) makes a compound; else the split is the typesetter's and is joined. A continuation in upper
-case is a compound only when the document has that compound or the first part is one letter, holds a digit or
-is an acronym. PyMuPDF's ``TEXT_DEHYPHENATE`` joins every such break without the hyphen (``typeapproval``,
+The rule, in order: a continuation starting with a digit, or Korean on either side, is left as it is; the
+hyphenated form occurring in the document (at least as often as the joined form) makes a compound; a
+conjunction after the break ("and", "or", "nor", "to") is a suspended hyphen, left as it is, unless the joined
+form is a word ("col-" / "or"); a first part that is one letter, holds a digit or is an acronym makes a
+compound; any other continuation in upper case is left as it is; the joined form being a word of the document
+or of the word list joins; a chain going on ("left-to-" / "right", "vehicle-" / "to-pole") makes a compound;
+both parts being words of 3+ letters ("semi-" / "cylinder") makes a compound; anything else is the
+typesetter's split, joined. PyMuPDF's ``TEXT_DEHYPHENATE`` joins every such break without the hyphen (``typeapproval``,
 ``iSize``, ``2030``), so it is not used.
 """
 
