@@ -422,3 +422,47 @@ def test_line_end_hyphens_in_blocks_cells_and_page_breaks_read_as_the_document_w
         assert expected in text, expected
     (table,) = [e for e in result.elements if e.kind == "table"]
     assert "Anti-rotation bar up; anti-rotation bar down; i-Size seat" in table.text
+
+
+def _raw_line(x: float, y: float, text: str, size: float = 8.0) -> dict:
+    """A ``rawdict`` line of glyphs 4 pt wide set from ``x``."""
+    chars = [{"c": c, "bbox": (x + 4 * i, y, x + 4 * (i + 1), y + size)} for i, c in enumerate(text)]
+    return {"bbox": (x, y, x + 4 * len(text), y + size), "spans": [{"size": size, "flags": 0, "font": "helv", "chars": chars}]}
+
+
+def test_a_section_opening_inside_a_text_block_opens_its_own_section():
+    """The CFR sets paragraphs with no space between them, so MuPDF reads several as one block (FMVSS 214: S7.2.5
+    was filed under S7.2.1); a numbered section opening on an indented line after a finished sentence is cut into
+    a block of its own, while a cross-reference that a line break puts first and a label at the margin are not."""
+    from tasks.ingest.extract.pdf_text import read_blocks
+
+    rows = [
+        (140, "S7.2 MDB test with advanced dummies. The following"),
+        (132, "applies to vehicles made on or after 2010, as specified in"),
+        (132, "S7.2.1 of this section and (49 CFR 571.214)."),
+        (140, "S7.2.3 [Reserved]"),
+        (140, "S7.2.5 Dynamic performance requirements. The HIC shall"),
+        (132, "not exceed 1000 when calculated as specified."),
+        (132, "S7.2.6 quoted at the margin is no paragraph opening."),
+        (140, "1.3  0.1"),
+    ]
+    lines = [_raw_line(x, 100 + 9 * i, text) for i, (x, text) in enumerate(rows)]
+    block = {"type": 0, "bbox": (132, 100, 400, 100 + 9 * len(rows)), "lines": lines}
+    texts = [b.text for b in read_blocks(1, {"blocks": [block]})]
+    assert texts == [
+        "S7.2 MDB test with advanced dummies. The following applies to vehicles made on or after 2010, as specified in "
+        "S7.2.1 of this section and (49 CFR 571.214).",
+        "S7.2.3 [Reserved]",
+        "S7.2.5 Dynamic performance requirements. The HIC shall not exceed 1000 when calculated as specified. "
+        "S7.2.6 quoted at the margin is no paragraph opening. 1.3  0.1",
+    ]
+
+
+def test_fmvss_214_sections_opening_inside_a_block_hold_their_own_text(extracted, corpus):
+    result = extracted(corpus / "pdf_auto_fmvss214_side_impact.pdf")
+    holder = next(c for c in result.chunks if "S7.2.5 Dynamic performance requirements" in c.markdown)
+    assert any(h.startswith("S7.2 MDB test with advanced test dummies") for h in holder.heading_path)
+    assert not any(h.startswith(("S7.2.1", "S7.1")) for h in holder.heading_path)
+    text = "\n".join(c.markdown for c in result.chunks)
+    assert "accel- eration" not in text and "resultant head acceleration" in text  # line-end hyphens joined
+    assert "H-point" in text and "Hpoint" not in text and "vehicle-to-pole" in text  # compounds kept
