@@ -3,46 +3,57 @@
 This is the only module under ``tasks/`` that imports Prefect. Tasks take settings and small
 hashable values (paths, document refs), never clients or DataFrames, and report progress the
 same way: a rich bar on a terminal (``ragprep.progress``) and periodic log lines in Prefect.
+
+Each task imports its stage's package when it runs, not when this module loads: a command runs
+one or two stages (``ragprep dataset``, ``evaluate``, ``index``, ``judge``, ...), and importing
+every stage cost each such process about 3 CPU seconds, most of it PyMuPDF with its layout model
+and pandas, which those stages never touch (``ragprep run`` still imports every stage it runs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from ragprep import progress
-from ragprep.engines.ocr import make_ocr_engine
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from schemas.documents import DocumentRow
 from schemas.runs import RunRow
-from tasks.dataset.quality import GateResult
-from tasks.dataset.versions import BuildResult, build_version, quality_gate
-from tasks.enrich.run import run_correct, run_describe, run_headers
-from tasks.evaluate.retrieval import EvalOptions
-from tasks.evaluate.retrieval_report import Comparison
-from tasks.evaluate.run import run_compare, run_evaluate
-from tasks.evaluate.summary import EvaluationSummary
-from tasks.export.training import TrainingExport, export_training
-from tasks.index.run import IndexReport, run_index
-from tasks.ingest.run import (
-    DocumentOutcome,
-    DocumentRef,
-    assemble_tables,
-    discover,
-    ingest_document,
-)
-from tasks.mmdoc.run import NegativesReport, PoolFactory, QuotesReport, run_negatives, run_quotes
-from tasks.qa.review_report import write_review_report
-from tasks.qa.run import run_judge, run_qa
-from tasks.refmatch.run import RefmatchReport, run_refmatch
 from tasks.stage import Progress, StageReport
-from tasks.train.run import TrainReport, run_train
+
+if TYPE_CHECKING:  # the stages themselves are imported by the tasks that run them (see the module doc)
+    from tasks.dataset.quality import GateResult
+    from tasks.dataset.versions import BuildResult
+    from tasks.evaluate.retrieval import EvalOptions
+    from tasks.evaluate.retrieval_report import Comparison
+    from tasks.evaluate.summary import EvaluationSummary
+    from tasks.export.training import TrainingExport
+    from tasks.index.run import IndexReport
+    from tasks.ingest.run import DocumentOutcome, DocumentRef
+    from tasks.mmdoc.run import NegativesReport, PoolFactory, QuotesReport
+    from tasks.refmatch.run import RefmatchReport
+    from tasks.train.run import TrainReport
+
+
+RESULT_TYPES = {"BuildResult": "tasks.dataset.versions", "GateResult": "tasks.dataset.quality",
+                "TrainingExport": "tasks.export.training"}
+"""Stage result types the flows import from here, each from the module that defines it."""
+
+
+def __getattr__(name: str):
+    """``RESULT_TYPES`` on first use (a flow importing ``BuildResult`` imports the dataset stage then, not every
+    command that imports this module)."""
+    if name in RESULT_TYPES:
+        return getattr(import_module(RESULT_TYPES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _watched(name: str, unit: str = "items", document: bool = False) -> Progress:
@@ -85,6 +96,8 @@ DISCOVER_TIMEOUT_S = 600
 @task(name="discover", cache_policy=NO_CACHE, timeout_seconds=DISCOVER_TIMEOUT_S, **IO_RETRIES)
 def discover_task(paths: list[str], settings: Settings) -> list[DocumentRef]:
     """Find the documents under the given files and folders."""
+    from tasks.ingest.run import discover
+
     refs = discover([Path(p) for p in paths], settings)
     get_run_logger().info("discovered %d documents under %s", len(refs), ", ".join(paths))
     return refs
@@ -93,6 +106,9 @@ def discover_task(paths: list[str], settings: Settings) -> list[DocumentRef]:
 @task(name="ingest-document", task_run_name="ingest {ref.path}", cache_policy=NO_CACHE, **IO_RETRIES)
 def ingest_document_task(ref: DocumentRef, settings: Settings) -> DocumentOutcome:
     """Extract and chunk one document into its part (or reuse the part of an unchanged one)."""
+    from ragprep.engines.ocr import make_ocr_engine
+    from tasks.ingest.run import ingest_document
+
     logger = get_run_logger()
     name = Path(ref.path).name
     unit = "slide" if ref.format == "pptx" else "page"
@@ -117,6 +133,8 @@ def assemble_tables_task(
     outcomes: list[DocumentOutcome], settings: Settings, started_at: datetime
 ) -> tuple[RunRow, list[DocumentRow]]:
     """Write the run's documents, elements and chunks tables from the per-document parts."""
+    from tasks.ingest.run import assemble_tables
+
     return assemble_tables(outcomes, settings, started_at)
 
 
@@ -125,11 +143,14 @@ def assemble_tables_task(
 GenerativeRunner = Callable[[Settings, Progress | None], StageReport]
 
 
-def _generative_task(stage: str, runner: GenerativeRunner, summary: str):
-    """A Prefect task around one generative stage runner: progress, a closing log line, the report."""
+def _generative_task(stage: str, runner: str, summary: str):
+    """A Prefect task around one generative stage runner (``module:function``, imported when the task runs):
+    progress, a closing log line, the report."""
+    module, function = runner.split(":")
 
     def run_stage(settings: Settings) -> StageReport:
-        result = runner(settings, _watched(stage))
+        run: GenerativeRunner = getattr(import_module(module), function)
+        result = run(settings, _watched(stage))
         progress.current().end_stage(stage, f"{result.flagged} flagged")
         get_run_logger().info(
             "%s: %d items with %s/%s (%s), %d flagged %s",
@@ -142,16 +163,21 @@ def _generative_task(stage: str, runner: GenerativeRunner, summary: str):
     return task(name=stage, cache_policy=NO_CACHE, **LLM_RETRIES)(run_stage)
 
 
-describe_task = _generative_task("describe", run_describe, "Describe every picture, chart and table (VLM text).")
-correct_task = _generative_task("correct", run_correct, "Correct each slide's Markdown.")
-headers_task = _generative_task("headers", run_headers, "Extract the headers of test reports and prepend them to their chunks.")
-qa_task = _generative_task("qa", run_qa, "Generate, flag and review-apply QA pairs.")
-judge_task = _generative_task("judge", run_judge, "Score every QA pair with the critic; approve the ones it passes.")
+describe_task = _generative_task("describe", "tasks.enrich.run:run_describe",
+                                 "Describe every picture, chart and table (VLM text).")
+correct_task = _generative_task("correct", "tasks.enrich.run:run_correct", "Correct each slide's Markdown.")
+headers_task = _generative_task("headers", "tasks.enrich.run:run_headers",
+                                "Extract the headers of test reports and prepend them to their chunks.")
+qa_task = _generative_task("qa", "tasks.qa.run:run_qa", "Generate, flag and review-apply QA pairs.")
+judge_task = _generative_task("judge", "tasks.qa.run:run_judge",
+                              "Score every QA pair with the critic; approve the ones it passes.")
 
 
 @task(name="review-report", cache_policy=NO_CACHE, **IO_RETRIES)
 def review_report_task(settings: Settings) -> str:
     """Write the HTML review report of flagged QA pairs and the spot-check sample; returns its path."""
+    from tasks.qa.review_report import write_review_report
+
     qa = settings.qa
     path = write_review_report(settings.root, spot_check_share=qa.spot_check_share, spot_check_min=qa.spot_check_min)
     get_run_logger().info("review report: %s", path)
@@ -164,6 +190,8 @@ def review_report_task(settings: Settings) -> str:
 @task(name="quotes", cache_policy=NO_CACHE, **LLM_RETRIES)
 def quotes_task(settings: Settings) -> QuotesReport:
     """Lay out documents into MMDocRAG quotes."""
+    from tasks.mmdoc.run import run_quotes
+
     result = run_quotes(settings, _watched("quotes", "documents"))
     progress.current().end_stage("quotes", f"{result.quotes} quotes")
     get_run_logger().info("quotes: %d from %d documents (%d reused), by type %s; failures: %s",
@@ -174,6 +202,8 @@ def quotes_task(settings: Settings) -> QuotesReport:
 @task(name="negatives", cache_policy=NO_CACHE, **LLM_RETRIES)
 def negatives_task(settings: Settings, pool: PoolFactory | None = None) -> NegativesReport:
     """Mine candidate sets (gold + hard negatives) for every question (``pool``: where new quote texts are embedded)."""
+    from tasks.mmdoc.run import run_negatives
+
     result = run_negatives(settings, _watched("negatives", "documents"), _watched("negatives: embedding", "quote texts"), pool)
     progress.current().end_stage("negatives: embedding", f"{result.passages_embedded} embedded")
     progress.current().end_stage("negatives", f"{result.sets} sets")
@@ -192,6 +222,8 @@ def negatives_task(settings: Settings, pool: PoolFactory | None = None) -> Negat
 @task(name="build-dataset-version", cache_policy=NO_CACHE)
 def build_version_task(settings: Settings) -> tuple[BuildResult, GateResult | None]:
     """Split, version, run the quality gate and publish when it passes."""
+    from tasks.dataset.versions import build_version, quality_gate
+
     logger = get_run_logger()
     show = progress.current().begin_stage("dataset", "steps")
     logger.info("dataset: quality gate over the working tables")
@@ -217,6 +249,8 @@ def build_version_task(settings: Settings) -> tuple[BuildResult, GateResult | No
 @task(name="build-search-index", cache_policy=NO_CACHE, **LLM_RETRIES)
 def build_index_task(settings: Settings, version: str | None, variant: str | None) -> IndexReport:
     """Embed a dataset version's chunks (new or changed ones only) and write the search index."""
+    from tasks.index.run import run_index
+
     result = run_index(settings, version, variant, _watched("index", "texts embedded (passages, then reading windows)"))
     progress.current().end_stage("index", f"{result.chunks} chunks")
     get_run_logger().info(
@@ -232,6 +266,8 @@ def build_index_task(settings: Settings, version: str | None, variant: str | Non
 @task(name="evaluate-retrieval", cache_policy=NO_CACHE)
 def evaluate_task(settings: Settings, version: str | None, options: EvalOptions) -> EvaluationSummary:
     """Evaluate retrieval on a dataset version's test split: every variant, written to Parquet and Markdown."""
+    from tasks.evaluate.run import run_evaluate
+
     result = run_evaluate(settings, version, options)
     get_run_logger().info("evaluation %s of version %s: %d test questions, pool %d chunks, %d rows; %s",
                           result.eval_id, result.version_id, result.test_questions, result.pool_chunks, len(result.rows),
@@ -242,6 +278,8 @@ def evaluate_task(settings: Settings, version: str | None, options: EvalOptions)
 @task(name="compare-evaluations", cache_policy=NO_CACHE)
 def compare_task(settings: Settings, old: str, new: str, options: EvalOptions) -> Comparison:
     """Evaluate two versions (stored evaluations of the same inputs are reused) and compare every metric."""
+    from tasks.evaluate.run import run_compare
+
     result = run_compare(settings, old, new, options)
     get_run_logger().info("compared %s -> %s over %d variants (%d common test questions)", old, new, len(result.moves),
                           result.common_questions)
@@ -251,6 +289,8 @@ def compare_task(settings: Settings, old: str, new: str, options: EvalOptions) -
 @task(name="export-training", cache_policy=NO_CACHE)
 def export_training_task(settings: Settings, version: str | None, out: str | None) -> TrainingExport:
     """Write the retriever, re-ranker and SFT exports (train and val splits only) with their card."""
+    from tasks.export.training import export_training
+
     result = export_training(settings, version, Path(out) if out else None)
     get_run_logger().info("training exports of version %s: %s in %s", result.version_id, result.card["files"], result.out_dir)
     return result
@@ -259,6 +299,8 @@ def export_training_task(settings: Settings, version: str | None, out: str | Non
 @task(name="train", task_run_name="train {target}", cache_policy=NO_CACHE)
 def train_task(settings: Settings, target: str, version: str | None, steps: int | None, backend: str | None) -> TrainReport:
     """Train the retriever (query adapter or sentence-transformers) or the re-ranker (linear or cross-encoder)."""
+    from tasks.train.run import run_train
+
     result = run_train(settings, target, version, steps, backend)
     get_run_logger().info("trained %s %s on version %s: %s", result.kind, result.model_id, result.version_id,
                           result.card.get("metrics"))
@@ -268,6 +310,8 @@ def train_task(settings: Settings, target: str, version: str | None, steps: int 
 @task(name="refmatch", task_run_name="refmatch {answers}", cache_policy=NO_CACHE)
 def refmatch_task(settings: Settings, answers: str, out: str | None = None) -> RefmatchReport:
     """Link every segment of every answer in a (question, answer) JSONL to the chunk it came from; write the Parquet."""
+    from tasks.refmatch.run import run_refmatch
+
     result = run_refmatch(settings, Path(answers), Path(out) if out else None, _watched("refmatch", "answers"))
     progress.current().end_stage("refmatch", f"{result.segments} segments")
     get_run_logger().info(

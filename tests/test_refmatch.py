@@ -1,5 +1,6 @@
 """Reference matching: sentences (pysbd / kss), scorers, the DP, the labelled evaluation set with its precision
-and recall floors, the unsupported_segment QA flag, the refmatch flow, and `ragprep ask` over a real index."""
+and recall floors, the unsupported_segment QA flag and the refmatch flow (`ragprep ask` over a real index:
+test_refmatch_ask.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ from tasks.refmatch.run import read_items, run_refmatch
 from tasks.refmatch.scoring import build_scorer
 from tests.conftest import CORPUS, REPO, SAMPLE_DOCS
 
-RAGPREP = str(Path(sys.executable).with_name("ragprep"))
 LEXICAL = BlendScorer(None)
 
 FRONTAL = Candidate("frontal", "Test Name: FO-2024-017\n| Metric | Driver | Limit |\n|---|---|---|\n| HIC15 | 412.6 | 700 |\n"
@@ -325,65 +325,3 @@ def test_refmatch_writes_segments_and_citations_and_reports_bad_lines(tmp_path):
     assert rows[2]["candidates"] == ["book"] and rows[2]["chunk_id"] == "book" and rows[2]["document"] == "book.pptx"
     assert report.items == 2 and report.unsupported == 1 and report.scorer_calls <= report.naive_calls
     assert "line 3" in report.errors[0] and "line 4" in report.errors[1]
-
-
-# -- ask over a real index -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def indexed(tmp_path_factory, ingest_copy):
-    """sample_docs/ ingested, corrected and headed, published as a version and indexed (v1)."""
-    from tasks.dataset.versions import build_version
-    from tasks.enrich.run import run_correct, run_headers
-    from tasks.index.run import run_index
-
-    root = tmp_path_factory.mktemp("refmatch-index") / "root"
-    settings = ingest_copy([SAMPLE_DOCS], root)
-    run_correct(settings)
-    run_headers(settings)
-    assert build_version(settings).published
-    run_index(settings)
-    return root
-
-
-@pytest.mark.slow  # a version built and indexed, then ask
-def test_ask_answers_extractively_and_cites_the_table_row(indexed):
-    from tasks.refmatch.ask import ask
-
-    result = ask(Settings(root=indexed), "What was the HIC15 of the driver dummy in the frontal offset test?", 5)
-    assert result.provider == "heuristic" and result.label == EXTRACTIVE_LABEL
-    hic = [s for s in result.segments if "412.6" in s.text]
-    assert hic and hic[0].status == "supported" and hic[0].document == "crash_report_frontal_offset.pptx"
-    assert hic[0].where == "slide 3" and hic[0].title.startswith("Dummy Measurements")
-    assert hic[0].section.startswith("Dummy Measurements") and hic[0].passage_id.startswith(hic[0].chunk_id + "#p")
-    cited = result.passages[hic[0].passage - 1]
-    assert cited.passage_id == hic[0].passage_id and "412.6" in " ".join(s.text for s in result.segments)
-    assert all(s.passage is not None for s in result.segments if s.status == "supported")
-    assert 0 < result.scorer_calls <= result.naive_calls < result.naive_calls_corpus
-    lines = result.lines()
-    assert lines[1] == EXTRACTIVE_LABEL and any("-> [" in line for line in lines)
-    assert result.encoder.endswith("(vanilla: no published query adapter)")  # which model retrieved is shown
-    assert f"Retrieved with {result.encoder}; re-ranked by {result.reranker}." in lines
-
-
-def test_cli_ask_json_and_refmatch_flow(indexed, tmp_path, prefect_server):
-    env = {**os.environ, "PREFECT_API_URL": prefect_server}
-    proc = subprocess.run([RAGPREP, "ask", "측면 기둥 충돌 조건은 무엇인가요?", "--json", "--k", "3", "--root", str(indexed)],
-                          capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
-    assert len(result["passages"]) == 3 and result["segments"]
-    assert result["segments"][0]["document"] == "meeting_notes_ko_design_review.pptx"
-    answers = tmp_path / "answers.jsonl"
-    answers.write_text(json.dumps({"question": "What was the driver HIC15 in the frontal offset test?",
-                                   "answer": "The driver HIC15 was 412.6. The fuel tank leaked 3.1 litres."}) + "\n", encoding="utf-8")
-    proc = subprocess.run([RAGPREP, "refmatch", str(answers), "--root", str(indexed)], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = pq.read_table(indexed / "refmatch" / "answers.parquet").to_pylist()
-    assert [r["status"] for r in rows] == ["supported", "unsupported"]
-    assert rows[0]["document"] == "crash_report_frontal_offset.pptx" and rows[0]["slide"] == 3
-    assert "1 answers, 2 segments" in proc.stdout.replace("**", "")
-    bad = subprocess.run([RAGPREP, "ask", "anything", "--root", str(tmp_path / "empty")], capture_output=True, text=True,
-                         env=env, timeout=300, cwd=REPO)
-    assert bad.returncode == 2 and "ragprep index" in bad.stderr
