@@ -34,10 +34,23 @@ def test_document_kind_is_read_off_the_text_not_the_file_name():
                           "protocol's scoring procedure."]) == "protocol"
     assert document_kind(["Agenda: airbag vent. Decision: the P2 vent is frozen. Action items: Kim to retest."]) == "meeting"
     assert document_kind(["Chapter 3 describes the history of the seat belt."]) == "other"
+    # a deck of a crash test (short lines, charts, tables; no requirement language) is a report even when no slide
+    # says "measured" or "limit"; the same words in running prose (a textbook) are not
+    deck = ["# Frontal test 12\n\n- Dummy: Hybrid III 50th\n- Impact speed 56 km/h, rigid barrier",
+            "# Head acceleration\n\n| t | head accel (g) |\n|---|---|\n| 20 ms | 41 |\n| 40 ms | 63 |",
+            "# Chest\n\n- Chest deflection 31 mm\n- Belt load 6.1 kN\n- Airbag fired at 18 ms"]
+    assert document_kind(deck) == "report"
+    book = ["In a frontal crash the dummy's chest is loaded first by the belt and then by the airbag, and the chest "
+            "deflection that the impact produces is the measure most often used for thorax injury in such a test."]
+    assert document_kind(book) == "other"
+    assert document_kind([c + "\n\nThe vehicle shall meet S5.1 and S5.2." for c in deck]) != "report"
     # the labelled set's kinds come from the detector run on each document's chunks, never from the file name
     rows = [{"file_name": "crash_report_x.pptx", "chunk_markdown": REGULATION},
             {"file_name": "pdf_auto_fmvss_x.pdf", "chunk_markdown": RESULTS}]
     assert calibrate.document_kinds(rows) == {"crash_report_x.pptx": "regulation", "pdf_auto_fmvss_x.pdf": "report"}
+    # the kind a run read off all the document's chunks (what the judge sees) wins over its labelled chunks
+    assert calibrate.document_kinds(rows, {"crash_report_x.pptx": "report"}) == {"crash_report_x.pptx": "report",
+                                                                                "pdf_auto_fmvss_x.pdf": "report"}
     assert bands_of("report", "numeric") == ("report", "report/numeric")
     assert pair_bands({"question_type": "causal"}) == ("other", "other/causal")
 
@@ -151,3 +164,24 @@ def test_outside_paragraph_reads_the_cited_paragraph_only():
     assert fires("critic.provision.outside_paragraph", ctx("What speed does paragraph S7.2(b)(2) specify?", "48 km/h", chunk))
     assert not fires("critic.provision.outside_paragraph", ctx("What speed does paragraph S7.3(a)(2) specify?", "48 km/h", chunk))
     assert not fires("critic.provision.outside_paragraph", ctx("What speed does paragraph 9.9 specify?", "48 km/h", chunk))
+
+
+def test_pointer_only_fires_on_an_answer_whose_only_predicate_is_a_reference():
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph S4.2 of FMVSS No. 201 require?",
+                                                   "Vehicles shall comply with the requirements of S5 and S6."))
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph 3.2 of Annex 6 require?",
+                                                   "The anchorages shall be positioned as shown in Figure 1."))
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph 8.4.2.5 require?", "The activation of the second "
+                                                   "level warning shall be tested according to the test procedure defined in Annex 18, paragraph 2."))
+    # a requirement of its own, even beside a reference, is no pointer
+    assert not fires("critic.answer.pointer_only", ctx("What does paragraph 6.2.2.3 require?",
+                                                       "The buckle, when tested in accordance with paragraph 7.5.3. below, shall operate normally."))
+    assert not fires("critic.answer.pointer_only", ctx("What does paragraph 1.4 of Annex 5 require?", "The distance shall be "
+                                                       "2,000 ± 30 mm as shown in Figure 1."))
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph 5.2.1 of Annex 6 require?", "All instrumentation shall "
+                                                   "be calibrated in compliance with the requirements of the documentation specified in paragraph 1.1."))
+    assert fires("critic.answer.pointer_only", ctx("What does paragraph 6.4.1 of Annex 5 require?",
+                                                   "The characteristics of each barrier shall comply with paragraph 1. of this annex."))
+    assert not fires("critic.answer.pointer_only", ctx("What does paragraph 7.6.3.1 require?",
+                                                       "The retractor shall be positioned in a test chamber as described in Annex 5."))
+

