@@ -346,3 +346,123 @@ def test_figure_only_pages_keep_their_captions_even_when_they_repeat_in_place(tm
     text = "\n".join(c.markdown for c in chunks)
     for n in range(1, 4):
         assert f"Figure {n} to § 571.216 Test device position" in text
+
+
+@pytest.mark.parametrize(("left", "right", "joined"), [
+    ("an al-", "cohol fuel", "an alcohol fuel"),  # a split word of the word list: joined
+    ("vehicles manufac-", "tured on", "vehicles manufactured on"),
+    ("the Z-", "axis is", "the Z-axis is"),  # one letter: a compound
+    ("BeSafe i-", "Size seat", "BeSafe i-Size seat"),
+    ("has a 1.9-", "cm thick piece", "has a 1.9-cm thick piece"),  # a number
+    ("the ISOFIX-", "compatible seat", "the ISOFIX-compatible seat"),  # an acronym
+    ("the vehicle-to-", "pole test", "the vehicle-to-pole test"),  # a chain goes on
+    ("the vehicle-", "to-pole test", "the vehicle-to-pole test"),
+    ("a steel semi-", "cylinder", "a steel semi-cylinder"),  # two words whose join is none: a compound
+    ("range 20-", "30 mm", "range 20- 30 mm"),  # a range: left as it is
+    ("of -", "5 degrees", "of - 5 degrees"),
+    ("combined DC-", "or AC-buses", "combined DC- or AC-buses"),  # a suspended hyphen
+    ("inter-", "and intra-city", "inter- and intra-city"),
+    ("the results -", "see Table 2", "the results - see Table 2"),  # a dash set apart is no broken word
+    ("시험 결과-", "기준", "시험 결과- 기준"),  # Korean is left as it is
+    ("for the proce-", "S12.2 Pelvic", "for the proce- S12.2 Pelvic"),  # upper case after a split: not guessed
+])
+def test_a_word_broken_at_a_line_end_is_joined_kept_or_left_by_its_kind(left, right, joined):
+    from ragprep.engines.pdf import join_lines
+
+    assert join_lines([left, right]) == joined
+
+
+def test_the_documents_own_words_decide_a_line_end_hyphen():
+    from ragprep.engines.hyphens import Hyphenation
+    from ragprep.engines.pdf import join_lines
+
+    plain = Hyphenation.of_lines(["Non-linear is how the R95 text writes it.", "the head-form impacts"])
+    assert join_lines(["the non-", "linear part"]) == "the nonlinear part"  # the word list alone joins it
+    assert join_lines(["the non-", "linear part"], plain) == "the non-linear part"  # the document writes it so
+    assert join_lines(["the head-", "form of"], plain) == "the head-form of"
+    joined = Hyphenation.of_lines(["the headform impacts the headform target"])
+    assert join_lines(["the head-", "form of"], joined) == "the headform of"  # not in the word list, in the document
+    subpart = Hyphenation.of_lines(["Subpart F", "Part 572 Sub-", "part U"])  # the broken parts are not words
+    assert join_lines(["Part 572 Sub-", "part U"], subpart) == "Part 572 Subpart U"
+    assert "sub" not in subpart.words and subpart.words["part"] == 1 and subpart.words["subpart"] == 1
+
+
+def test_line_end_hyphens_in_blocks_cells_and_page_breaks_read_as_the_document_writes_them(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page()
+    lines = [
+        "S5.7 Alcohol fuel vehicles. Each vehicle manufactured to operate on an al-",
+        "cohol fuel shall meet S6.6. The seating reference point and the H-",
+        "point are located as specified. The test device is a semi-",
+        "cylinder. Each type-approval mark and the type-",
+        "approval number are shown. Crashworthiness is tested. The crash-",
+        "worthiness of a body-in-",
+        "white is a range 20-",
+        "30 mm in a DC-",
+        "or AC-bus.",
+    ]
+    page.insert_text((72, 90), "\n".join(lines), fontsize=10, fontname="helv")
+    for x in (72, 272, 472):
+        page.draw_line((x, 300), (x, 360))
+    for y in (300, 330, 360):
+        page.draw_line((72, y), (472, y))
+    page.insert_text((76, 314), "Seat", fontsize=10)
+    page.insert_text((276, 314), "Note", fontsize=10)
+    page.insert_text((76, 344), "BeSafe iZi Flex FIX", fontsize=10)
+    page.insert_text((276, 340), "Anti-rotation bar up; anti-\nrotation bar down; i-\nSize seat", fontsize=8)
+    page.insert_text((72, 760), "The text runs on to the next page where the require-", fontsize=10, fontname="helv")
+    doc.new_page().insert_text((72, 90), "ments for side doors are listed.", fontsize=10, fontname="helv")
+    path = tmp_path / "hyphens.pdf"
+    doc.save(path)
+    result, chunks = read(path, tmp_path)
+    text = "\n".join(c.markdown for c in chunks)
+    for expected in ("an alcohol fuel", "the H-point are", "is a semi-cylinder.", "and the type-approval number",
+                     "The crashworthiness of a body-in-white", "a range 20- 30 mm", "a DC- or AC-bus",
+                     "the requirements for side doors"):
+        assert expected in text, expected
+    (table,) = [e for e in result.elements if e.kind == "table"]
+    assert "Anti-rotation bar up; anti-rotation bar down; i-Size seat" in table.text
+
+
+def _raw_line(x: float, y: float, text: str, size: float = 8.0) -> dict:
+    """A ``rawdict`` line of glyphs 4 pt wide set from ``x``."""
+    chars = [{"c": c, "bbox": (x + 4 * i, y, x + 4 * (i + 1), y + size)} for i, c in enumerate(text)]
+    return {"bbox": (x, y, x + 4 * len(text), y + size), "spans": [{"size": size, "flags": 0, "font": "helv", "chars": chars}]}
+
+
+def test_a_section_opening_inside_a_text_block_opens_its_own_section():
+    """The CFR sets paragraphs with no space between them, so MuPDF reads several as one block (FMVSS 214: S7.2.5
+    was filed under S7.2.1); a numbered section opening on an indented line after a finished sentence is cut into
+    a block of its own, while a cross-reference that a line break puts first and a label at the margin are not."""
+    from tasks.ingest.extract.pdf_text import read_blocks
+
+    rows = [
+        (140, "S7.2 MDB test with advanced dummies. The following"),
+        (132, "applies to vehicles made on or after 2010, as specified in"),
+        (132, "S7.2.1 of this section and (49 CFR 571.214)."),
+        (140, "S7.2.3 [Reserved]"),
+        (140, "S7.2.5 Dynamic performance requirements. The HIC shall"),
+        (132, "not exceed 1000 when calculated as specified."),
+        (132, "S7.2.6 quoted at the margin is no paragraph opening."),
+        (140, "1.3  0.1"),
+    ]
+    lines = [_raw_line(x, 100 + 9 * i, text) for i, (x, text) in enumerate(rows)]
+    block = {"type": 0, "bbox": (132, 100, 400, 100 + 9 * len(rows)), "lines": lines}
+    texts = [b.text for b in read_blocks(1, {"blocks": [block]})]
+    assert texts == [
+        "S7.2 MDB test with advanced dummies. The following applies to vehicles made on or after 2010, as specified in "
+        "S7.2.1 of this section and (49 CFR 571.214).",
+        "S7.2.3 [Reserved]",
+        "S7.2.5 Dynamic performance requirements. The HIC shall not exceed 1000 when calculated as specified. "
+        "S7.2.6 quoted at the margin is no paragraph opening. 1.3  0.1",
+    ]
+
+
+def test_fmvss_214_sections_opening_inside_a_block_hold_their_own_text(extracted, corpus):
+    result = extracted(corpus / "pdf_auto_fmvss214_side_impact.pdf")
+    holder = next(c for c in result.chunks if "S7.2.5 Dynamic performance requirements" in c.markdown)
+    assert any(h.startswith("S7.2 MDB test with advanced test dummies") for h in holder.heading_path)
+    assert not any(h.startswith(("S7.2.1", "S7.1")) for h in holder.heading_path)
+    text = "\n".join(c.markdown for c in result.chunks)
+    assert "accel- eration" not in text and "resultant head acceleration" in text  # line-end hyphens joined
+    assert "H-point" in text and "Hpoint" not in text and "vehicle-to-pole" in text  # compounds kept

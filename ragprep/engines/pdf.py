@@ -6,9 +6,15 @@ text is read with one set of flags (never decoding images); lines are joined one
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pymupdf
+
+from ragprep.engines.hyphens import DEFAULT, Hyphenation
+
+LINE_END_HYPHEN_RE = re.compile(r"[^\W_]-$")
+"""A line ending in a word and a hyphen (not a dash set apart: "results -")."""
 
 PDF_LOCK = threading.RLock()
 """Serialises PyMuPDF calls across threads (MuPDF supports no concurrent use)."""
@@ -21,8 +27,10 @@ letters, at the one place PDF text is read (page text, table cells, layout words
 NFKC: Korean, fullwidth forms and superscripts stay as the PDF has them)."""
 
 
-def join_lines(lines: list[str]) -> str:
-    """Join text lines with spaces, skipping blank ones and mending words hyphenated at a line end."""
+def join_lines(lines: list[str], hyphens: Hyphenation | None = None) -> str:
+    """Join text lines with spaces, skipping blank ones; a word broken by a hyphen at a line end is joined, kept
+    as a hyphenated compound or left as it is by ``hyphens`` (the document's words; the word list alone if None)."""
+    rule = hyphens or DEFAULT
     out = ""
     for line in lines:
         line = line.strip()
@@ -30,8 +38,8 @@ def join_lines(lines: list[str]) -> str:
             continue
         if not out:
             out = line
-        elif out.endswith("-") and line[:1].islower():
-            out = out[:-1] + line
+        elif LINE_END_HYPHEN_RE.search(out) and line[:1].isalnum():
+            out = rule.join(out, line)
         else:
             out += " " + line
     return out

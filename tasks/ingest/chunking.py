@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ragprep.engines.hyphens import DEFAULT, KEEP, Hyphenation
+from ragprep.engines.pdf import LINE_END_HYPHEN_RE
 from ragprep.ids import chunk_id_for
 from ragprep.settings import Settings
 from ragprep.tokens import count_tokens
@@ -216,6 +218,8 @@ class _Book:
     doc_id: str
     source_path: str
     budget: int
+    hyphens: Hyphenation | None = None
+    """The document's words, deciding a hyphen at a column or page break (``joined_paragraphs``)."""
 
 
 Node = tuple[int, str, "Label | None"]
@@ -369,14 +373,19 @@ def pack_sections(
 SENTENCE_END_RE = re.compile(r"[.!?:;)\]\"”’]\s*$")
 
 
-def joined_paragraphs(pieces: Sequence[tuple[ElementRow, str]]) -> list[str]:
+def joined_paragraphs(pieces: Sequence[tuple[ElementRow, str]], hyphens: Hyphenation | None = None) -> list[str]:
     """Piece texts as paragraphs; a text block continuing the previous one's sentence (broken by a column or
-    page break: no sentence end before, a lower-case word after) joins it with a space."""
+    page break: no sentence end before, a lower-case word after) joins it with a space, and a word broken by a
+    hyphen at the break is joined, kept as a compound or left as it is by ``hyphens`` (``ragprep.engines.hyphens``)."""
+    rule = hyphens or DEFAULT
     out: list[str] = []
     previous: ElementRow | None = None
     for element, text in pieces:
-        continued = previous is not None and previous.kind == element.kind == "text"
-        if out and continued and not SENTENCE_END_RE.search(out[-1]) and re.match(r"[a-z]", text):
+        continued = out and previous is not None and previous.kind == element.kind == "text"
+        sep = rule.separator(out[-1], text) if continued and LINE_END_HYPHEN_RE.search(out[-1]) else None
+        if continued and sep is not None and (sep != KEEP or re.match(r"[a-z]", text)):
+            out[-1] = rule.join(out[-1], text)
+        elif continued and not SENTENCE_END_RE.search(out[-1]) and re.match(r"[a-z]", text):
             out[-1] = f"{out[-1]} {text}"
         else:
             out.append(text)
@@ -414,7 +423,7 @@ def _chapter_rows(
         shown = title if not sub else f"{title} / {sub[-1]}"
         if count_tokens(f"# {shown}") > count_tokens(f"# {title}") + budget // 8:
             shown = title
-        markdown = "\n\n".join([f"# {shown}"] + joined_paragraphs(pieces))
+        markdown = "\n\n".join([f"# {shown}"] + joined_paragraphs(pieces, book.hyphens))
         members = list(dict.fromkeys(e.element_id for e, _ in pieces))
         member_rows = [e for e in elements if e.element_id in set(members)]
         pages = [e.number for e in member_rows] or [e.number for e in elements]
@@ -491,7 +500,8 @@ def pdf_chunks(
     """Chunks per chapter (from the outline, else from the section tree) split along sections to the token budget,
     else per window of pages."""
     ordered = sorted(elements, key=lambda e: (e.number, e.order))
-    book = _Book(doc_id, source_path, settings.chunking.max_tokens)
+    hyphens = Hyphenation.of_lines(e.text for e in ordered if e.kind in ("text", "title"))
+    book = _Book(doc_id, source_path, settings.chunking.max_tokens, hyphens)
     starts = select_outline_chapters(
         usable_outline(outline, n_pages, ordered), n_pages, settings.pdf.dominant_chapter_share, settings.pdf.dominant_chapter_min_pages
     )

@@ -26,6 +26,7 @@ from pathlib import Path
 import pymupdf
 
 from ragprep import __version__
+from ragprep.engines.hyphens import Hyphenation
 from ragprep.engines.pdf import PDF_LOCK, TEXT_FLAGS
 from ragprep.ids import element_id_for
 from ragprep.settings import Settings
@@ -43,9 +44,9 @@ from tasks.ingest.extract.pdf_limits import page_refusal
 from tasks.ingest.extract.pdf_order import reading_order
 from tasks.ingest.extract.pdf_pictures import PageImage, save_images
 from tasks.ingest.extract.pdf_running import PlacedText, running_indices
-from tasks.ingest.extract.pdf_table_find import Table, find_tables
+from tasks.ingest.extract.pdf_table_find import Table, cell_lines, find_tables, mend_cells
 from tasks.ingest.extract.pdf_tables import CAPTION_GAP_PT, continues, is_caption
-from tasks.ingest.extract.pdf_text import BBox, Block, assign_headings, garbage_ratio, text_blocks
+from tasks.ingest.extract.pdf_text import BBox, Block, assign_headings, block_lines, garbage_ratio, mend_hyphens, text_blocks
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,15 @@ def _scan_pages(doc: pymupdf.Document, n_pages: int, ctx: ExtractContext, warnin
         with PDF_LOCK:
             doc.close()
     return pages
+
+
+def _mend_hyphens(pages: list[_Page]) -> None:
+    """Line-end hyphens of blocks and table cells resolved by the words of the whole document (``hyphens``)."""
+    lines = [line for page in pages for line in block_lines(page.blocks) + cell_lines(page.tables)]
+    hyphens = Hyphenation.of_lines(lines)
+    for page in pages:
+        mend_hyphens(page.blocks, hyphens)
+        mend_cells(page.tables, hyphens)
 
 
 def _strip_running(pages: list[_Page]) -> None:
@@ -359,6 +369,7 @@ def extract_pdf(path: Path, ctx: ExtractContext) -> ExtractedDocument:
         raise DocumentError(f"{path.name}: PDF has no pages")
     warnings: list[str] = []
     pages = _scan_pages(doc, n_pages, ctx, warnings)
+    _mend_hyphens(pages)
     _strip_running(pages)
     for page in pages:
         _attach_captions(page)

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
-from ragprep.engines.pdf import page_words
+from ragprep.engines.hyphens import Hyphenation
+from ragprep.engines.pdf import join_lines, page_words
 from tasks.ingest.extract.markdown import markdown_table
 from tasks.ingest.extract.pdf_tables import fill_row_spans, header_rows, mark_totals, total_rows
 from tasks.ingest.extract.pdf_text import BBox
@@ -79,7 +80,10 @@ def _table_rows(table, words: list[tuple]) -> list[list[str | None]]:
                 if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1
             ]
             inside.sort(key=lambda w: (w[5], w[6], w[7]))  # block, line, word order
-            cells.append(" ".join(w[4] for w in inside))
+            lines: dict[tuple[int, int], list[str]] = {}
+            for w in inside:
+                lines.setdefault((w[5], w[6]), []).append(w[4])
+            cells.append("\n".join(" ".join(line) for line in lines.values()))  # lines joined by ``mend_cells``
         rows.append(cells)
     return rows
 
@@ -147,3 +151,14 @@ def find_tables(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, war
         box = tuple(round(v, 2) for v in table.bbox)
         tables.append(Table(bbox=box, cells=rows, cols=table.col_count))
     return tables
+
+
+def mend_cells(tables: list[Table], hyphens: Hyphenation) -> None:
+    """Each cell's lines joined with spaces, a line-end hyphen resolved by the document's words (``hyphens``)."""
+    for table in tables:
+        table.cells = [[join_lines(cell.split("\n"), hyphens) if cell else cell for cell in row] for row in table.cells]
+
+
+def cell_lines(tables: list[Table]) -> list[str]:
+    """The text lines of the tables' cells (before ``mend_cells`` joins them)."""
+    return [line for table in tables for row in table.cells for cell in row if cell for line in cell.split("\n")]

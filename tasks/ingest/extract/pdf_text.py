@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pymupdf
 
+from ragprep.engines.hyphens import Hyphenation
 from ragprep.engines.pdf import join_lines, spaced_line_text
+from tasks.ingest.extract.pdf_sections import LABEL_RE, parse_label
 
 BOLD_FONT_RE = re.compile(r"bold|black|heavy|semibold|demi|[-,]b\b|bx", re.IGNORECASE)
 CID_RE = re.compile(r"\(cid:\d+\)")
@@ -61,18 +63,67 @@ class Block:
     text_source: str = "text"
     """text (the text layer as is), repaired (word spaces added from glyph positions)."""
     source_reason: str | None = None
+    lines: list[str] = field(default_factory=list, repr=False)
+    """The block's text lines, joined again once the document's words are known (``mend_hyphens``)."""
 
 
 def _span_text(span: dict) -> str:
     return span["text"] if "text" in span else "".join(c["c"] for c in span.get("chars", []))
 
 
+PARAGRAPH_END_RE = re.compile(r"(?:[.;:][)\]\"”’]*|\[reserved\])\s*$", re.IGNORECASE)
+"""A line that ends a sentence ("... (49 CFR 571.214).", "S7.2.3 [Reserved]"); not "(10-1-24 Edition)"."""
+
+
+HEADING_KINDS = ("roman", "chapter", "ga")
+"""Label kinds that open a section only as a heading (in running text "I." or "가." is a list item)."""
+
+
+def _opens_section(text: str) -> bool:
+    """Whether a line opens a numbered section (S7.2.2, 5.2.1, § 571.214, Annex 3) followed by words; not a bare
+    "5." list item or "I." (labels only on a heading line), nor numbers of a figure or table ("1.3  0.1")."""
+    label, opening = parse_label(text), LABEL_RE.match(text)
+    if label is None or opening is None or label.kind in HEADING_KINDS or (label.kind == "num" and len(label.parts) == 1):
+        return False
+    return label.kind == "§" or bool(re.search(r"[^\W\d_]{2}", text[opening.end():]))  # "1.3 0.1": a table's numbers
+
+
+def _ends_paragraph(text: str) -> bool:
+    """A line ending a sentence, and more than a label on a line of its own ("4.9." / "Annex 2 to this ...")."""
+    bare = LABEL_RE.match(text + " X")  # a label must be followed by something to match
+    return bool(PARAGRAPH_END_RE.search(text)) and not (bare and not re.search(r"\w", text[bare.end():]))
+
+
+def split_at_sections(block: dict) -> list[dict]:
+    """A ``rawdict`` text block cut before each line that opens a numbered section with a first-line indent right
+    after a finished sentence.
+
+    MuPDF makes one block of paragraphs set with no extra space between them (the CFR's two-column text:
+    "... (49 CFR 571.214). / S7.2.2 Vehicles manufactured on or after ..."), so a section opening inside a
+    block would be read as the previous section's text and its own text filed under that section."""
+    lines = block.get("lines", [])
+    texts = [spaced_line_text(line).strip() for line in lines]
+    left = min((line["bbox"][0] for line in lines), default=0.0)
+    groups: list[list[dict]] = [[]]
+    for i, line in enumerate(lines):
+        indented = line["bbox"][0] > left + 1.0  # a paragraph's first-line indent, not a quoted article at the margin
+        if groups[-1] and indented and _ends_paragraph(texts[i - 1]) and _opens_section(" ".join(texts[i : i + 2])):
+            groups.append([])
+        groups[-1].append(line)
+    if len(groups) == 1:
+        return [block]
+    parts = []
+    for group in groups:
+        x0s, y0s, x1s, y1s = zip(*(line["bbox"] for line in group))
+        parts.append({**block, "lines": group, "bbox": (min(x0s), min(y0s), max(x1s), max(y1s))})
+    return parts
+
+
 def read_blocks(page_number: int, text_dict: dict) -> list[Block]:
-    """The page's text blocks from a ``rawdict``; word spaces missing from the text layer are read from glyph gaps."""
+    """The page's text blocks from a ``rawdict`` (cut where a numbered section opens: ``split_at_sections``); word
+    spaces missing from the text layer are read from glyph gaps."""
     blocks: list[Block] = []
-    for block in text_dict.get("blocks", []):
-        if block.get("type", 0) != 0:
-            continue
+    for block in (part for raw in text_dict.get("blocks", []) if raw.get("type", 0) == 0 for part in split_at_sections(raw)):
         lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
         for line in block.get("lines", []):
             spans = line.get("spans", [])
@@ -90,6 +141,7 @@ def read_blocks(page_number: int, text_dict: dict) -> list[Block]:
             continue
         size = sizes.most_common(1)[0][0] if sizes else 0.0
         item = Block(page_number, tuple(round(v, 2) for v in block["bbox"]), text, size, bold_chars > 0.6 * n_chars, len(lines))
+        item.lines = lines
         added = sum(line.count(" ") for line in lines) - sum(
             _span_text(span).count(" ") for line in block.get("lines", []) for span in line.get("spans", [])
         )
@@ -129,3 +181,15 @@ def text_blocks(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int, cov
     """Text blocks, less those inside a ``covered`` box (a table's); word spaces also read from glyph positions."""
     text_dict = page.get_text("rawdict", textpage=textpage, sort=True)
     return [b for b in read_blocks(number, text_dict) if not any(_inside(b.bbox, box) for box in covered)]
+
+
+def block_lines(blocks: list[Block]) -> list[str]:
+    """The text lines of ``blocks`` in order (what ``Hyphenation.of_lines`` learns a document's words from)."""
+    return [line for block in blocks for line in (block.lines or [block.text])]
+
+
+def mend_hyphens(blocks: list[Block], hyphens: Hyphenation) -> None:
+    """Join each block's lines again with the document's own words deciding its line-end hyphens."""
+    for block in blocks:
+        if block.lines:
+            block.text = join_lines(block.lines, hyphens)
