@@ -209,11 +209,12 @@ def generate(view: ChunkView, n: int) -> list[Candidate]:
     if n <= 0 or skipped_chunk(view):
         return []
     from tasks.qa.rules.criteria import CRITERIA_SOURCES  # they build on this module's helpers
+    from tasks.qa.rules.opinions import OPINION_SOURCES
     from tasks.qa.rules.provisions import PROVISION_SOURCES
     from tasks.qa.rules.requirements import REQUIREMENT_SOURCES
     from tasks.qa.rules.sections import section_views
 
-    sources = (*CRITERIA_SOURCES, *REQUIREMENT_SOURCES, *PROVISION_SOURCES, *SOURCES)
+    sources = (*CRITERIA_SOURCES, *REQUIREMENT_SOURCES, *PROVISION_SOURCES, *OPINION_SOURCES, *SOURCES)
     queues = [list(_round_robin([[c for c in source(part) if _well_formed(c)] for source in sources]))
               for part in section_views(view)]
     out: list[Candidate] = []

@@ -273,7 +273,7 @@ _DESIGNED_RE = re.compile(r"^(?P<term>[A-Z][\w\-/' ]{0,60}?)(?:,\s(?P<alias>[A-Z
 _DEFINING_PRED_RE = re.compile(r"^(?:a|an|the|one of)\s", re.IGNORECASE)
 _RANKING_PRED_RE = re.compile(
     r"^(?:a|an|the|one of the)\s(?:\w+\s)?(?:most|least|main|only|single|best|worst|largest|smallest|first|last|"
-    r"primary|key|biggest|greatest|same|following|number of)\b", re.IGNORECASE)
+    r"primary|key|biggest|greatest|same|following|number of|current|latest|next|new)\b", re.IGNORECASE)
 _CALLED_RE = re.compile(r"^(?P<definiens>[A-Z].{10,}?)\s(?:is|are)\s(?:called|known as|termed|referred to as)\s"
                         r"(?P<term>(?:(?:a|an|the)\s)?[\w\-]+(?:\s[\w\-]+){0,3})\.$")
 
@@ -300,6 +300,26 @@ def _person(term: str, predicate: str) -> bool:
     return named and bool(_ROLE_RE.search(" ".join(predicate.split()[:8])))
 
 
+_STEP_USE_RE = re.compile(r"^(?:A|An|The)\s[\w\-]+(?:\s[\w\-]+){0,3}\s(?:is|are)\sused\sto\s(?:cut|define|mark|draw|locate|"
+                          r"position|hold|measure|record|align|attach|fix|secure|check|verify|indicate|identify|find)\b")
+_INSTRUMENT_RE = re.compile(r"^(?:The\s)?[\w\-]+(?:\s[\w\-]+){0,2}\s(?:is|are)\s(?:determined|measured|recorded|calculated|"
+                            r"computed|obtained)\s(?:using|with|by|by using)\s(?:a|an|the)?\s?[\w\-]+(?:\s[\w\-]+)?\.$")
+_VAGUE_TERM_RE = re.compile(r"\b(?:corresponding|respective|aforementioned|said|above|former|latter)\b", re.IGNORECASE)
+_BARE_THE_RE = re.compile(r"^The\s[a-z][\w\-]*$")
+
+
+@rule("generate.definition.trivial_use", "generate", "a sentence the definition rule would ask as a purpose or a 'how "
+      "is ... determined' question", "a procedure step's tool or geometry ('A utility knife is used to cut ...', 'The "
+      "plane of the ground is used to define the X-Y plane'), an answer that is only an instrument ('The elapsed time is "
+      "determined using a stopwatch.') or a term that points back ('the corresponding Vk and Dk coefficients'): "
+      "procedure trivia, not asked")
+def trivial_use(sentence: str) -> bool:
+    """True when the sentence only says which tool a step uses or what a geometric reference defines, or its term
+    points back to something the chunk named before."""
+    head = " ".join(sentence.split()[:8])
+    return bool(_STEP_USE_RE.match(sentence) or _INSTRUMENT_RE.match(sentence) or _VAGUE_TERM_RE.search(head))
+
+
 def definition_question(sentence: str, context: str, where_phrase: str) -> tuple[str, str] | None:
     """(question, question type) for a sentence that defines a real term ("An airbag is a fabric cushion ...")
     or says how a quantity is obtained ("Chest injury risk is assessed mainly through ..."); None otherwise."""
@@ -309,6 +329,8 @@ def definition_question(sentence: str, context: str, where_phrase: str) -> tuple
         term = called.group("term")
         verb = "are" if _plural(term) else "is"
         return f"According to {where_phrase}, what {verb} {term}?", "definitional"
+    if trivial_use(sentence):
+        return None
     designed = _DESIGNED_RE.match(sentence)
     if designed and (term := _term_phrase(designed, context)):
         return f"According to {where_phrase}, what is the purpose of {term}?", "factual"
@@ -322,6 +344,8 @@ def definition_question(sentence: str, context: str, where_phrase: str) -> tuple
     if verb in ("is", "are"):
         if not _DEFINING_PRED_RE.match(match.group("pred")) or _RANKING_PRED_RE.match(match.group("pred")):
             return None
+        if _BARE_THE_RE.match(match.group("term")):
+            return None  # "The impactor is a pendulum ...": this document's object, not a term a reader looks up
         return f"According to {where_phrase}, what {verb} {term}?", "definitional"
     if verb.startswith(("is ", "are ")):
         return f"According to {where_phrase}, what {verb.split()[0]} {term}?", "definitional"

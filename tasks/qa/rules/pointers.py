@@ -9,6 +9,7 @@ on any of them names the wrong owner, drops the bound or answers with a cross-re
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from tasks.qa.registry import rule
 from tasks.qa.rules.subjects import _NOUN_HEADS
@@ -94,3 +95,93 @@ def reference_line(rest: str) -> bool:
     equipped vehicles", "eCall") is not one."""
     text = rest.strip()
     return bool(re.match(r"[a-z]", text)) and not re.match(r"[a-z]{1,3}-?[A-Z]", text)
+
+
+_POINTER_PREDICATE_RE = re.compile(
+    r"\b(?:shall|must)\s+(?:(?:also|only|still)\s+)?(?:be\s+able\s+to\s+)?"
+    r"(?:meet|satisfy|fulfil+|comply\s+with"
+    r"|be\s+(?:in\s+(?:accordance|conformity|compliance)\s+with|those\s+\w+\s+in|as\s+\w+\s+in|met|satisfied|fulfil+ed)"
+    r"|be\s+\w+ed\s+(?:(?:as\s+)?(?:shown|described|specified|prescribed|set\s+out|defined|given|indicated|detailed)\s+"
+    r"(?:in|under|by)|in\s+(?:accordance|conformity|compliance)\s+with|according\s+to))\b"
+    r"(?P<rest>)", re.IGNORECASE)
+_CRITERIA_MET_RE = re.compile(r"\b(?:criteria|requirements|conditions)\s+(?:specified|set\s+out|listed|given|prescribed)\s+in\s+"
+                              r"(?:paragraphs?|Annex|S\d)[^;]{0,80}\bshall\s+be\s+(?:met|satisfied|fulfil+ed)\b", re.IGNORECASE)
+_TAIL_POINTER_RE = re.compile(
+    r"(?:\b(?:requirements?|corridors?|limits?|curves?|conditions?|criteria)\s+(?:of|in|indicated\s+in|specified\s+in|"
+    r"shown\s+in|given\s+in|set\s+out\s+in)\s+(?:this\s+annex|Figure\s+\S+|paragraphs?\s+\S+)"
+    r"|\bby\s+either\s+(?:paragraph\s+)?\d[\d.]*\s+or\s+(?:paragraph\s+)?\d[\d.]*(?:\s+(?:above|below))?)\.?$", re.IGNORECASE)
+"""A sentence that ends on what it points to ("... shall fall between corridors of Figure 2e.", "... signals complying
+with the requirements indicated in this annex.", "... shall be proved by either 5.3.7.1.3. or 5.3.7.1.4. below.")."""
+_PREDICATE_WORDS = 12
+"""The reference must come within this many words of the pointing verb ("shall meet the information requirements of
+Annex 17"): further on, the predicate says something of its own first."""
+
+
+@rule("generate.provision.pointer_predicate", "generate", "a requirement sentence chosen by the provision requirement rule",
+      "the requirement's own predicate only points elsewhere, whatever its subject or condition says ('vehicles of "
+      "categories M1, M2, M3 and N1 shall meet the information requirements of Annex 17', 'shall be those specified in "
+      "Annex 16', 'shall be in accordance with ... the documentation specified in paragraph 1.1', 'at least one of the "
+      "four criteria specified in paragraph 5.3.7.1.1. ... shall be met', '... shall fall between corridors of Figure 2e.') "
+      "and states no value with a unit: asked what it requires, the answer is a cross-reference")
+def pointer_predicate(sentence: str) -> bool:
+    """True when what the sentence requires (the words after shall/must) is a pointer to another paragraph, annex,
+    figure or standard within ``_PREDICATE_WORDS`` words, and that predicate states no value with a unit."""
+    if _CRITERIA_MET_RE.search(sentence) or _TAIL_POINTER_RE.search(sentence.strip()) and not _VALUE_RE.search(sentence):
+        return True
+    found = _POINTER_PREDICATE_RE.search(sentence)
+    if not found:
+        return False
+    rest = sentence[found.start("rest"):]
+    head = " ".join(rest.split()[:_PREDICATE_WORDS])
+    if re.search(r"\band\s+(?:shall\s+)?(?:be|is|are)\s+\w+ed\b", rest):
+        return False  # "... comply with the specifications given in Annex 6 and be installed in the front seat ...": more
+    return bool(_REFERENCE_RE.search(head)) and not _VALUE_RE.search(rest)
+
+
+_SELF_SCOPE_RE = re.compile(r"^(?:The\s)?(?:test\s)?(?:procedures?|requirements?|provisions?|methods?)\b[^.]{0,60}"
+                            r"\b(?:in|of)\s+this\s+(?:appendix|annex|regulation|standard|section|part|document)\b[^.]{0,30}\bshall\s+(?:be\s+used|apply)\b",
+                            re.IGNORECASE)
+
+
+@rule("generate.provision.self_scope", "generate", "a requirement sentence chosen by the provision requirement rule",
+      "a sentence that says what the annex or appendix itself is for ('The test procedure and the requirements in this "
+      "appendix shall be used to determine the suitability of seat positions ...') is its scope, not a requirement: "
+      "not asked as what the paragraph requires")
+def self_scope(sentence: str) -> bool:
+    """True when the sentence's subject is this appendix's (annex's, regulation's) own procedure or requirements."""
+    return bool(_SELF_SCOPE_RE.search(sentence))
+
+
+@rule("generate.provision.after_list", "generate", "a prose block that follows a numbered paragraph's lettered list",
+      "when the list's items end with ';' and its last item with '.' ('(g) The buckle-opening force; (h) Any failure or "
+      "breakage.'), a capitalised block after it ('If by virtue of paragraph 7.7.1. ... the test report shall describe "
+      "...') goes on with the paragraph, not with item (h): it is not asked as the last item")
+def after_list(units: Sequence, label: str, block: str) -> bool:
+    """True when ``block`` starts a new sentence after a closed ';'-list whose last item is ``label`` (``units``: the
+    provision units so far, each with ``number`` and ``text``)."""
+    items = [u for u in units if u.number.startswith(label.split("(")[0] + "(")]
+    if "(" not in label or len(items) < 2 or not block[:1].isupper() or units[-1].number != label:
+        return False
+    return items[-1].text.rstrip().endswith(".") and sum(u.text.rstrip().endswith(";") for u in items[:-1]) >= 1
+
+
+_BACK_REFERENCE_RE = re.compile(
+    r"\b(?:this|these|such|said)\s+(?!(?:Regulation|regulation|annex|Annex|standard|Standard|paragraph|appendix|Appendix|"
+    r"test|tests|section|part|Part|as|that|is|are|was|were)\b)[a-z]")
+
+
+@rule("generate.provision.back_reference", "generate", "the first ten words of a requirement sentence",
+      "a noun taken up from the sentence before ('Where there is no such door, ...', 'For vehicles of category N1 this "
+      "evacuation may ...', 'shall meet these vehicle-to-pole test requirements'): the requirement is not whole without "
+      "it, so it is not asked as what the paragraph requires")
+def back_reference(sentence: str) -> bool:
+    """True when the sentence's opening words refer back ("such door", "this evacuation", "these ... requirements")."""
+    return bool(_BACK_REFERENCE_RE.search(" ".join(sentence.split()[:10])))
+
+
+def not_its_own(sentence: str) -> bool:
+    """True when a paragraph's first sentence is no requirement of its own: a pointer (``cross_reference_only``,
+    ``pointer_predicate``), the annex's own scope (``self_scope``), a back reference (``back_reference``) or list items
+    run together ("Location of points at which displacement shall be measured; and shoulder height.")."""
+    return bool(cross_reference_only(sentence) or pointer_predicate(sentence) or self_scope(sentence)
+                or back_reference(sentence) or re.search(r";\s+(?:and|or)\s", sentence))

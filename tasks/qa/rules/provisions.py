@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.pointers import attributive, bound_lost, cross_reference_only, reference_line
+from tasks.qa.rules.pointers import after_list, attributive, bound_lost, not_its_own, reference_line
+from tasks.qa.rules.sections import orphan_items
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
     Candidate,
@@ -78,8 +79,8 @@ def _title(text: str) -> tuple[str, str]:
         return "", text  # "Using the new padding materials, seat, etc. presented for ...": a sentence, not a title
     if (not 1 <= len(words) <= 9 or re.search(r"\b(?:as follows|following)$", candidate)
             or not _TITLE_WORDS_RE.match(candidate) or _VERB_WORDS & {w.lower() for w in words}
-            or re.search(r"\d{2,}", candidate)):
-        return "", text
+            or re.search(r"\d{2,}|\bat (?:least|most)\b|\bno(?:t)? (?:more|less) than\b", candidate)):
+        return "", text  # "Open at least one door per row of seats.": the item's requirement, not its title
     return candidate, body.strip()
 
 
@@ -158,6 +159,8 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 if sub:
                     units.append(Unit(number + _push(items, sub), _inherited(titles, number), sub.group("rest"), lead))
         elif not block.startswith(("|", "!", "*")):
+            if after_list(units, number + items.path(), block):
+                continue  # the paragraph goes on after its list: the sentence is no part of the last item
             lead = bool(_LEAD_IN_RE.search(block)) and not _FAILURE_LEAD_RE.search(block)
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
     return units
@@ -304,9 +307,11 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s?°?\s\+\s?\d|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
+_GARBLED_RE = re.compile(r"\d\s?°?C?\s\+\s?\d|\b[a-z]{2,}-\s(?!(?:and|or|to|nor|as|through)\b)[a-z]{2,}"
+                         r"|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
                          r"|\d\s?°\s{2,}\d")
-"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C" (± read as +), "15°  10°" (the ± lost), "kN/mP2P" (a
+"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C", "-10 °C + 1 °C" (± read as +), "al- cohol" (a
+line-break hyphen left in a word; "front- and rear-facing" is none), "15°  10°" (the ± lost), "kN/mP2P" (a
 superscript), "vehicles10", "Regulation11" (a footnote mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
@@ -385,7 +390,7 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
     if view.language != "en" or not doc_phrase(view):
         return
     units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
-    if not units and _section_ok(view):  # unnumbered prose: the section heading names where the value stands
+    if not units and _section_ok(view) and not orphan_items(view.markdown):  # unnumbered prose: named by its heading
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
         values = _values(text)
@@ -448,7 +453,7 @@ def _requirement_sentence(view: ChunkView, unit: Unit) -> str:
         return ""
     if not sentence[:1].isupper() or _OPENER_RE.match(sentence) or _LEAD_IN_SENTENCE_RE.search(sentence) or garbled(sentence):
         return ""  # a continuation, a lead-in to a list ("the following requirements must be met."), or garbled
-    if cross_reference_only(sentence):
+    if not_its_own(sentence):
         return ""
     return sentence if _REQUIREMENT_RE.search(sentence) or unit.criterion else ""
 

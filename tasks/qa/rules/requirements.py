@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from tasks.qa.handles import clean_name
 from tasks.qa.registry import rule
 from tasks.qa.rules.provisions import _GARBLED_RE, annex_of
+from tasks.qa.rules.sections import orphan_items
 from tasks.qa.rules.text import Candidate, ChunkView, _lower_first, doc_phrase, paragraphs, sentences, where
 
 _NUMBER = r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|°|[a-zA-Zµ/²]{1,6}\b)?"
@@ -80,8 +81,8 @@ def _subject(sentence: str) -> tuple[str, str] | None:
         return None
     subject = _MODIFIER_RE.sub("", match.group("subject").strip())
     words = subject.lower().split()
-    if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}", subject):
-        return None
+    if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}|\d\.\d", subject):
+        return None  # "a maximum of 0.5 kg/m2 ..." is the value, not what it limits
     if _VAGUE_WORDS & set(words) or len([w for w in words if w not in _DETERMINERS]) < 2:
         return None  # "the threshold", "the load quoted above": which one only the chunk says
     if not _UNIT_VALUE_RE.search(body[match.end():]):
@@ -116,7 +117,11 @@ def _paragraph_number(markdown: str, sentence: str) -> str:
 
 
 def _place(view: ChunkView, number: str) -> str:
+    """Where a sentence stands: its paragraph of the document, else the section; '' when the chunk starts inside a
+    list whose paragraph stands in an earlier chunk (``generate.section.orphan_items``)."""
     doc = doc_phrase(view)
+    if not number and orphan_items(view.markdown):
+        return ""
     annex = annex_of(view)
     if number and doc:
         return f"paragraph {number} of {annex} to {doc}" if annex else f"paragraph {number} of {doc}"  # Annex 4's 4.3.5
@@ -139,6 +144,8 @@ def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
             continue
         subject, clause = found or (late, sentence)  # a late subject is answered with its conditions: the whole sentence
         place = _place(view, _paragraph_number(view.markdown, sentence))
+        if not place:
+            continue
         phrase = clean_name(_lower_first(subject, view.markdown))
         question = f"According to {place}, what limit applies to {phrase}{' ' + condition if condition and not late else ''}?"
         answer = sentence if condition or late else clause
@@ -168,6 +175,8 @@ def condition_candidates(view: ChunkView) -> Iterator[Candidate]:
             continue
         subject, clause = found
         place = _place(view, _paragraph_number(view.markdown, sentence))
+        if not place:
+            continue
         quantity = match.group("quantity").lower()
         phrase = clean_name(_lower_first(subject, view.markdown))
         question = f"According to {place}, what {quantity} is specified for {phrase}?"

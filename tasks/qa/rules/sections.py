@@ -107,3 +107,20 @@ def section_views(view: ChunkView) -> list[ChunkView]:
             heading_path=[*view.heading_path, heading] if heading else list(view.heading_path),
         ))
     return views or [view]
+
+
+_ITEM_START_RE = re.compile(r"^\s*\(?(?:[a-z]|\d{1,2}|[ivx]{1,4})\)\s+\S")
+
+
+@rule("generate.section.orphan_items", "generate", "a chunk whose text starts with a list item ('(1) The sum of the "
+      "front, middle and rear abdominal forces ...')",
+      "the list's lead-in and its paragraph number stand in an earlier chunk, so the heading the chunk carries (often a "
+      "phase-in date paragraph, 'S7.2.1 Vehicles manufactured on or after ...') is not the items' owner: a limit, "
+      "condition or value of such an item is not asked under the section heading")
+def orphan_items(markdown: str) -> bool:
+    """True when the chunk's first block after its heading lines is a lettered or numbered item."""
+    for block in re.split(r"\n\s*\n", markdown):
+        block = block.strip()
+        if block and not block.startswith("#"):
+            return bool(_ITEM_START_RE.match(block))
+    return False
