@@ -94,28 +94,30 @@ def _ends_paragraph(text: str) -> bool:
     return bool(PARAGRAPH_END_RE.search(text)) and not (bare and not re.search(r"\w", text[bare.end():]))
 
 
-def split_at_sections(block: dict) -> list[dict]:
+def split_at_sections(block: dict) -> list[tuple[dict, list[str]]]:
     """A ``rawdict`` text block cut before each line that opens a numbered section with a first-line indent right
-    after a finished sentence.
+    after a finished sentence; each part with its lines' text (``spaced_line_text``, read once per line).
 
     MuPDF makes one block of paragraphs set with no extra space between them (the CFR's two-column text:
     "... (49 CFR 571.214). / S7.2.2 Vehicles manufactured on or after ..."), so a section opening inside a
     block would be read as the previous section's text and its own text filed under that section."""
     lines = block.get("lines", [])
-    texts = [spaced_line_text(line).strip() for line in lines]
+    texts = [spaced_line_text(line) for line in lines]
+    stripped = [text.strip() for text in texts]
     left = min((line["bbox"][0] for line in lines), default=0.0)
-    groups: list[list[dict]] = [[]]
+    groups: list[list[int]] = [[]]
     for i, line in enumerate(lines):
         indented = line["bbox"][0] > left + 1.0  # a paragraph's first-line indent, not a quoted article at the margin
-        if groups[-1] and indented and _ends_paragraph(texts[i - 1]) and _opens_section(" ".join(texts[i : i + 2])):
+        if groups[-1] and indented and _ends_paragraph(stripped[i - 1]) and _opens_section(" ".join(stripped[i : i + 2])):
             groups.append([])
-        groups[-1].append(line)
+        groups[-1].append(i)
     if len(groups) == 1:
-        return [block]
+        return [(block, texts)]
     parts = []
     for group in groups:
-        x0s, y0s, x1s, y1s = zip(*(line["bbox"] for line in group))
-        parts.append({**block, "lines": group, "bbox": (min(x0s), min(y0s), max(x1s), max(y1s))})
+        x0s, y0s, x1s, y1s = zip(*(lines[i]["bbox"] for i in group))
+        parts.append(({**block, "lines": [lines[i] for i in group], "bbox": (min(x0s), min(y0s), max(x1s), max(y1s))},
+                      [texts[i] for i in group]))
     return parts
 
 
@@ -123,12 +125,11 @@ def read_blocks(page_number: int, text_dict: dict) -> list[Block]:
     """The page's text blocks from a ``rawdict`` (cut where a numbered section opens: ``split_at_sections``); word
     spaces missing from the text layer are read from glyph gaps."""
     blocks: list[Block] = []
-    for block in (part for raw in text_dict.get("blocks", []) if raw.get("type", 0) == 0 for part in split_at_sections(raw)):
-        lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
+    raw_blocks = [raw for raw in text_dict.get("blocks", []) if raw.get("type", 0) == 0]
+    for block, lines in (part for raw in raw_blocks for part in split_at_sections(raw)):
+        sizes, bold_chars, n_chars = Counter(), 0, 0
         for line in block.get("lines", []):
-            spans = line.get("spans", [])
-            lines.append(spaced_line_text(line))
-            for span in spans:
+            for span in line.get("spans", []):
                 count = len(_span_text(span).strip())
                 if not count:
                     continue
