@@ -11,12 +11,17 @@ KEY_VALUE_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?P<key>[^:：|#>]{1,40}?)(
 """A ``Key: value`` line (bullet and bold markers allowed around the key; full-width colon too)."""
 
 
+def row_cells(line: str) -> list[str]:
+    """The cells of one Markdown table row, stripped (outer pipes dropped; an empty cell is ``""``)."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
 def table_rows(markdown: str) -> list[list[str]]:
     """The cells of every Markdown table row in the text (separator rows skipped)."""
     rows = []
     for line in markdown.splitlines():
         if line.strip().startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            cells = row_cells(line)
             if not all(set(c) <= set("-: ") for c in cells):
                 rows.append(cells)
     return rows

@@ -31,6 +31,7 @@ import numpy as np
 
 from ragprep.engines.embedder import Embedder
 from ragprep.library_logs import quiet_library_loggers
+from ragprep.markdown import row_cells
 from ragprep.text import tokens, word_forms
 
 quiet_library_loggers()  # bm25s sets its logger to DEBUG when imported
@@ -123,8 +124,7 @@ _TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 def first_cell(row: str) -> str:
     """The first cell of a Markdown table row, stripped (``""`` for an empty one)."""
-    cells = row.strip().strip("|").split("|")
-    return cells[0].strip() if cells else ""
+    return row_cells(row)[0]
 
 
 def continues_header(row: str, header: str) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ragprep.engines.generator import Generator
+from ragprep.markdown import row_cells
 from ragprep.prompts import PromptTemplate
 from ragprep.text import numbers_in
 from ragprep.untrusted import added_suspicious
@@ -83,7 +84,7 @@ _HYPHEN_BREAK_RE = re.compile(r"([a-z])-\n([a-z])")
 
 
 def _clean_table_block(lines: list[str]) -> list[str]:
-    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines]
+    rows = [row_cells(line) for line in lines]
     width = max(len(r) for r in rows)
     out = []
     for i, row in enumerate(rows):

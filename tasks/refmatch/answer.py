@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from ragprep.engines.generator import Generation, Generator
+from ragprep.markdown import row_cells
 from ragprep.matching.scoring import content_words, stem
 from ragprep.matching.sentences import split_sentences
 from ragprep.prompts import PromptTemplate
@@ -49,10 +50,6 @@ def prompt_variables(question: str, passages: Sequence[Passage]) -> dict[str, ob
     return {"question": question, "passages": [{k: v for k, v in asdict(p).items() if k != "chunk_id"} for p in passages]}
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def table_sentences(text: str) -> list[str]:
     """Each data row of the Markdown tables in ``text`` as a sentence: ``HIC15: Measured Driver 412.6, ..., Limit 700.``
 
@@ -63,7 +60,7 @@ def table_sentences(text: str) -> list[str]:
         if not line.lstrip().startswith("|"):
             header = []
             continue
-        cells = _cells(line)
+        cells = row_cells(line)
         if all(set(c) <= set("-: ") for c in cells):
             continue
         if not header:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragprep.markdown import row_cells
 from ragprep.matching.matcher import MatchResult
 from ragprep.matching.scoring import Candidate, content_words, stem, text_facts, word_coverage
 from ragprep.matching.sentences import is_korean, split_sentences
@@ -160,7 +161,7 @@ def _row_sentence(line: str) -> str | None:
     """A Markdown table row as one sentence (``cell / cell.``), or None for a separator or a row of fewer than two cells."""
     if not line.startswith("|") or set(line) <= set("|-: "):
         return None
-    cells = [c.strip() for c in line.strip().strip("|").split("|") if c.strip()]
+    cells = [c for c in row_cells(line) if c]
     return " / ".join(cells) + "." if len(cells) >= 2 else None
 
 
