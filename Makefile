@@ -43,7 +43,7 @@ serve: $(VENV)/.installed system-deps
 ## Each module stays on one worker, as do the tests that share the demo run or the pipeline run (tests/conftest.py);
 ## the longest go first; the workers share one Prefect server. The suite is CPU-bound: a run under load (13:17) kept
 ## the three workers within 1% of each other and cost about 940 CPU s, so shorter runs need less work, not another
-## spread (the shared server and a 15-answer English refmatch evaluation set saved about 60-80 CPU s of it).
+## spread (the shared server and a 15-answer English refmatch evaluation set saved about 55-75 CPU s of it).
 TEST_WORKERS ?= 3
 test: $(VENV)/.installed test-deps
 	$(PY) -m pytest -n $(TEST_WORKERS)

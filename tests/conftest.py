@@ -69,7 +69,7 @@ collection warns about one that is missing (the run would then happen once more,
 HEAVY_FIRST = (
     "demo_run",  # about 160 s of tests on a fresh 2-core machine (three workers)
     "pipeline_run",  # 115 s
-    "test_refmatch",  # about 100 s since the evaluation set has 15 English items (150 s with 30): its embedding
+    "test_refmatch",  # about 110 s since the evaluation set has 15 English items (150 s with 30): its embedding
     "test_serve_supervision",  # 95 s
     "test_service",  # 90 s
     "test_quotes",  # 80 s
