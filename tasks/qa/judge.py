@@ -192,21 +192,21 @@ def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settin
 
 
 def band_of(row: dict) -> str:
-    """The question-type part of a pair's auto-approval band (the generator rule family a stored pair carries:
-    ``qa_pairs`` has no generator-rule column, so calibration and the judge both use this); ``pair_bands`` adds the
-    document kind. ``row``: a labelled row, or a pair's ``{"question_type": ...}``."""
+    """The question-type part of a pair's auto-approval band; ``pair_bands`` adds the document kind and the generator
+    rule. ``row``: a labelled row, or a pair's ``{"question_type": ...}``."""
     return str(row.get("question_type") or "unknown")
 
 
 def pair_bands(row: dict) -> tuple[str, ...]:
-    """The auto-approval bands of a pair (``tasks.qa.doc_kind.bands_of``): its document's detected kind, and that
-    kind with its question type. ``row``: a labelled row or a pair's ``{"doc_kind": ..., "question_type": ...}``."""
-    return bands_of(str(row.get("doc_kind") or "other"), band_of(row))
+    """The auto-approval bands of a pair (``tasks.qa.doc_kind.bands_of``), widest first: its document's detected kind,
+    that kind with its question type, and that kind with its generator rule when known. ``row``: a labelled row or a
+    pair's ``{"doc_kind": ..., "question_type": ..., "generator_rule": ...}``."""
+    return bands_of(str(row.get("doc_kind") or "other"), band_of(row), row.get("generator_rule"))
 
 
 def band_decides(bands: Sequence[str], chosen: Iterable[str], failing: Iterable[str] = ()) -> str | None:
-    """The band that lets a pair be auto-approved, or None: the most specific of ``bands`` (kind/question type before
-    the kind) that was measured decides: chosen, it approves; measured on enough pairs and failed (``failing``), it
+    """The band that lets a pair be auto-approved, or None: the most specific of ``bands`` (kind/generator rule, then
+    kind/question type, then the kind) that was measured decides: chosen, it approves; measured on enough pairs and failed (``failing``), it
     vetoes the wider band ('other' does not approve the 'other/numeric' pairs that missed the bar on their own)."""
     chosen, failing = set(chosen), set(failing)
     for band in reversed(tuple(bands)):
@@ -278,7 +278,8 @@ def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, st
         update |= {f"critic_{c}": s for c, s in scores.scores().items()}
         update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
     approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
-    below = offline_precision_short(provider, settings, pair_bands({"doc_kind": doc_kind, "question_type": pair.question_type}))
+    below = offline_precision_short(provider, settings, pair_bands({"doc_kind": doc_kind, "question_type": pair.question_type,
+                                                                    "generator_rule": pair.generator_rule}))
     if approved and below:
         approved = False
         update["critic_reasons"] = [*update.get("critic_reasons", []), below]

@@ -17,6 +17,8 @@ class Candidate:
     target_modality: str
     evidence_element_id: str | None = None
     """The table, chart or picture a modality question is about."""
+    rule: str = ""
+    """The generator rule (source) that made it (``tasks.qa.rules.source_rule``), set by ``generate``."""
 
 
 @dataclass(frozen=True)
