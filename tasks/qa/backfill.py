@@ -117,6 +117,13 @@ def rule_of(row: dict, table: dict[str, dict]) -> str | None:
     return normal_rule(row.get("generator_rule")) or normal_rule((table.get(pair_key(row)) or {}).get("generator_rule"))
 
 
+def still_asked(row: dict, table: dict[str, dict]) -> bool:
+    """Today's generator still asks this labelled pair: its backfill matched; a pair not in the side table (labelled
+    after the last backfill) counts when its label file recorded the rule of the pipeline that made it."""
+    line = table.get(pair_key(row))
+    return bool(line["generator_rule"]) if line is not None else bool(normal_rule(row.get("generator_rule")))
+
+
 def summary(lines: Sequence[dict]) -> str:
     """How many labelled pairs got a rule, by recorded or matched, and how often the two agree."""
     recorded = sum(bool(normal_rule(x["recorded_rule"])) for x in lines)

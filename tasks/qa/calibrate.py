@@ -21,10 +21,10 @@ import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from tasks.qa.backfill import RULES_FILE, backfill, rule_of, stored_rules, write_rules
+from tasks.qa.backfill import RULES_FILE, backfill, rule_of, still_asked, stored_rules, write_rules
 from tasks.qa.backfill import summary as backfill_summary
 from tasks.qa.critic_rules import signals
 from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
@@ -90,6 +90,9 @@ class Labelled:
     """Per rule name, the lowest score it gave (rules that did not fire are absent)."""
     rank: int | None
     row: dict = field(repr=False, default_factory=dict)
+    current: bool = True
+    """Today's generator still asks this pair (``tasks.qa.backfill``): only such pairs can reach the gate at run time,
+    so only they count for the auto-approval bands (every pair trains the critic)."""
 
 
 def load_rows(paths: Iterable[str | Path]) -> list[dict]:
@@ -221,9 +224,15 @@ def labelled(rows: Sequence[dict], kinds: dict[str, str] | None = None,
     rows = [{**r, "doc_kind": kinds[r["file_name"]], "generator_rule": rule_of(r, table)} for r in rows]
     return [
         Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]], sib)),
-                 r.get("roundtrip_rank"), r)
+                 r.get("roundtrip_rank"), r, still_asked(r, table))
         for r, sib in zip(rows, siblings_of(rows))
     ]
+
+
+def every_pair_counts(items: Sequence[Labelled]) -> list[Labelled]:
+    """The items with every pair counted for the bands, also those today's generator no longer asks (for comparison:
+    ``--bands-on all``)."""
+    return [replace(i, current=True) for i in items]
 
 
 def approve(item: Labelled, policy: Policy) -> bool:
@@ -330,10 +339,11 @@ def wilson_lower(successes: int, trials: int, z: float = BAND_Z) -> float:
 
 
 def band_figures(items: Sequence[Labelled], verdicts: Sequence[bool]) -> dict[str, dict]:
-    """Per band, the held-out approved pairs, the usable ones among them, their precision and documents."""
+    """Per band, the held-out approved pairs, the usable ones among them, their precision and documents (pairs today's
+    generator still asks: ``Labelled.current``)."""
     out: dict[str, dict] = {}
     for item, verdict in zip(items, verdicts):
-        if not verdict:
+        if not verdict or not item.current:
             continue
         for band in pair_bands(item.row):
             got = out.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
@@ -391,14 +401,16 @@ def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
         for n in test_idx:
             verdicts[n] = approve(items[n], policy)
             band = band_decides(pair_bands(items[n].row), chosen[doc], failing) if verdicts[n] else None
-            auto[n] = band is not None
-            if band is not None:
+            auto[n] = band is not None and items[n].current
+            if auto[n]:
                 deciding[n] = band
         by_doc[doc] = scores([items[n] for n in test_idx], [verdicts[n] for n in test_idx])
-        auto_by_doc[doc] = scores([items[n] for n in test_idx], [auto[n] for n in test_idx])
+        asked = [n for n in test_idx if items[n].current]
+        auto_by_doc[doc] = scores([items[n] for n in asked], [auto[n] for n in asked])
     order = sorted(verdicts)
     overall = scores([items[n] for n in order], [verdicts[n] for n in order])
-    auto_all = scores([items[n] for n in order], [auto[n] for n in order]) if bands else {}
+    asked = [n for n in order if items[n].current]
+    auto_all = scores([items[n] for n in asked], [auto[n] for n in asked]) if bands else {}
     by_band: dict[str, dict] = {}
     for n, band in sorted(deciding.items()):
         got = by_band.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
@@ -544,6 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"document's kind read off all its chunks (as the judge does) in {KINDS_FILE}")
     parser.add_argument("--backfill-root", type=Path, help="a ragprep root over the labelled documents: re-run today's "
                         f"generator on its chunks and store each labelled pair's generator rule in {RULES_FILE}")
+    parser.add_argument("--bands-on", choices=("asked", "all"), default="asked",
+                        help="which labelled pairs the auto-approval bands are measured on: those today's generator still "
+                        "asks (default; the pairs the gate can meet at run time) or all (for comparison)")
     args = parser.parse_args(argv)
     if args.backfill_root:
         lines = backfill(load_rows(args.files), args.backfill_root)
@@ -554,6 +569,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.kinds_root:
         write_kinds(args.kinds_root)
     items = labelled(load_rows(args.files))
+    items = every_pair_counts(items) if args.bands_on == "all" else items
+    print(f"auto-approval bands measured on {sum(i.current for i in items)} of {len(items)} labelled pairs "
+          f"({'all' if args.bands_on == 'all' else 'those the current generator still asks'})")
     report = grouped_cv(items, bands=True)
     docs = sorted({i.doc for i in items})
     print(render(report, {"new documents": [d for d in docs if NEW_DOCUMENTS_RE.match(d)],

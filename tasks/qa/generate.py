@@ -45,6 +45,8 @@ class GeneratedPair(BaseModel):
     answer: str
     question_type: str = "factual"
     target_modality: str = "text"
+    rule: str = ""
+    """The heuristic generator's rule that made the pair (``tasks.qa.rules.source_rule``); a model leaves it empty."""
 
 
 class GeneratedPairs(BaseModel):
@@ -267,7 +269,7 @@ async def generate_for_chunk(
                 question=question, answer=answer, generated_question=question, generated_answer=answer,
                 question_type=qtype, target_modality=modality, evidence_element_id=evidence,
                 language=language_of(question), status="pending", provider=generation.provider,
-                generator_rule=(raw.get("rule") or None) if generation.provider == "heuristic" else None,
+                generator_rule=(pair.rule or None) if generation.provider == "heuristic" else None,
                 model=generation.model, prompt=generation.prompt_ref, prompt_sha256=generation.prompt_sha256,
             )
         )
