@@ -53,7 +53,7 @@ _POINTER_PHRASE_RE = re.compile(
     r"(?:must|shall)\s+be\s+met\b", re.IGNORECASE)
 _UNIT_VALUE_RE = re.compile(r"\d\s*(?:%|per\s?cent|percent|°|mm|cm|km/h|kph|mph|m/s|km|m|kg|lb|g|ms|s|seconds?|minutes?|"
                             r"hours?|kPa|MPa|Pa|bar|psi|kN|daN|N|J|kJ|V|VAC|VDC)(?![\w/])", re.IGNORECASE)
-POINTER_PHRASE_MAX_WORDS = 45
+POINTER_PHRASE_MAX_WORDS = 60
 
 
 @rule("critic.answer.pointer_phrase", "critic", "an answer that states a requirement",
@@ -75,27 +75,16 @@ _ACCOUNTING_RE = re.compile(
     r"\bshall\s+be\s+attributed\s+to\b|\bmanufacturer['’]s\s+(?:\w+\s+)?production\b|\bpercentage\s+of\s+(?:a|the|each)\s+"
     r"manufacturer|\bnot\s+part\s+of\s+the\s+percentage\b|\bproduction\s+(?:of|by)\s+(?:a|the|each)\s+manufacturer",
     re.IGNORECASE)
-_SHARE_AFTER_RE = re.compile(r"^\W{0,3}(?:percent|per\s?cent|%)?\s*of\s*:?\s*(?:\(\w\)\s*)?(?:(?:the|each|a|its)\s+)?(?:manufacturer['’]s|"
-                             r"(?:\w+\s+){0,2}(?:vehicles|production)\s+(?:manufactured|produced))", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 
 
-@rule("critic.answer.production_accounting", "critic", "the answer, and the words after a percentage answer in the chunk",
+@rule("critic.answer.production_accounting", "critic", "the answer",
       "the phase-in bookkeeping of a standard: which manufacturer a vehicle 'shall be attributed to', the share of 'a "
-      "manufacturer's production' that must comply ('not less than 10 percent' of the vehicles manufactured): no technical "
-      "fact", "useful")
+      "manufacturer's production' that must comply: no technical fact", "useful")
 def production_accounting(ctx: PairContext) -> list[Signal]:
     """'A vehicle which is imported shall be attributed to the importer.' asked as what a paragraph requires."""
     found = _ACCOUNTING_RE.search(ctx.answer)
-    if found:
-        return [Signal("useful", 2, f"phase-in bookkeeping ('{found.group(0)}')")]
-    value = _NUMBER_RE.search(ctx.answer)
-    if not value or not re.search(r"percent|per\s?cent|%", ctx.answer, re.IGNORECASE) or len(ctx.answer.split()) > 8:
-        return []
-    after = [ctx.chunk_markdown[m.end():m.end() + 80] for m in _occurrences(value.group(0), ctx.chunk_markdown)]
-    if after and all(_SHARE_AFTER_RE.match(a) for a in after):
-        return [Signal("useful", 2, f"'{value.group(0)} percent' is a share of a manufacturer's production")]
-    return []
+    return [Signal("useful", 2, f"phase-in bookkeeping ('{found.group(0)}')")] if found else []
 
 
 def _occurrences(value: str, markdown: str) -> list[re.Match]:
