@@ -225,3 +225,21 @@ def test_backfill_matches_a_labelled_question_and_prefers_the_recorded_rule():
     assert backfill.rule_of(row, table) == "generate.b"
     assert backfill.rule_of({**row, "generator_rule": "generate.source._chart_candidates"}, table) == "generate.source.chart_candidates"
     assert backfill.rule_of({**row, "question": "Other?"}, table) is None
+
+
+def test_the_generator_rule_side_table_covers_every_labelled_pair():
+    from pathlib import Path
+
+    import pytest
+
+    from tasks.qa import backfill
+
+    root = Path(calibrate.__file__).resolve().parents[2]
+    if not all((root / f).is_file() for f in calibrate.LABEL_FILES) or not backfill.RULES_FILE.is_file():
+        pytest.skip("the labelled sets are not there")
+    rows = calibrate.unique_pairs(calibrate.load_rows([root / f for f in calibrate.LABEL_FILES]))
+    table = backfill.stored_rules()
+    missing = [backfill.pair_key(r)[:80] for r in rows if backfill.pair_key(r) not in table]
+    assert not missing, f"rerun python -m tasks.qa.calibrate --backfill-root ROOT: {len(missing)} pairs lack a line"
+    rules = {line["generator_rule"] for line in table.values()} - {None}
+    assert rules and all(name.startswith("generate.") for name in rules)

@@ -11,7 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.qa.calibrate import LABEL_FILES, Labelled, Policy, approve, fit, fit_band_choice, labelled, load_rows, rule_hits
+from tasks.qa.calibrate import (
+    LABEL_FILES,
+    Labelled,
+    Policy,
+    approve,
+    every_pair_counts,
+    fit,
+    fit_band_choice,
+    labelled,
+    load_rows,
+    rule_hits,
+)
 from tasks.qa.judge import band_decides, document_kinds, pair_bands
 
 
@@ -100,8 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--labels", nargs="*", default=list(LABEL_FILES), help="labelled JSON-lines files")
     parser.add_argument("--auto-pairs", type=Path, help="write the held-out auto-approved pairs (JSON lines) here, "
                         "for a hand read")
+    parser.add_argument("--bands-on", choices=("asked", "all"), default="asked", help="which labelled pairs the bands "
+                        "are measured on (python -m tasks.qa.calibrate --help)")
     args = parser.parse_args(argv)
-    got = held_out_coverage(args.root, labelled(load_rows(args.labels)))
+    items = labelled(load_rows(args.labels))
+    got = held_out_coverage(args.root, every_pair_counts(items) if args.bands_on == "all" else items)
     print(render_coverage(got))
     if args.auto_pairs:
         args.auto_pairs.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in got.auto_pairs),
