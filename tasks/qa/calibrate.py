@@ -571,8 +571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_kinds(args.kinds_root)
     items = labelled(load_rows(args.files))
     items = every_pair_counts(items) if args.bands_on == "all" else items
-    print(f"auto-approval bands measured on {sum(i.current for i in items)} of {len(items)} labelled pairs "
-          f"({'all' if args.bands_on == 'all' else 'those the current generator still asks'})")
+    print(f"auto-approval bands measured on {sum(i.current for i in items)} of {len(items)} labelled pairs ({args.bands_on})")
     report = grouped_cv(items, bands=True)
     docs = sorted({i.doc for i in items})
     print(render(report, {"new documents": [d for d in docs if NEW_DOCUMENTS_RE.match(d)],
