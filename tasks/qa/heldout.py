@@ -61,10 +61,12 @@ def held_out_coverage(root: Path, items: Sequence[Labelled]) -> HeldOutCoverage:
             continue
         passed[pair.chunk_id].add(pair.qa_id)
         band = pair_bands({"doc_kind": ctx.doc_kind, "question_type": pair.question_type, "generator_rule": pair.generator_rule})
-        if band_decides(band, bands, failing) is not None:
+        deciding = band_decides(band, bands, failing)
+        if deciding is not None:
             auto[pair.chunk_id].add(pair.qa_id)
             auto_pairs.append({"qa_id": pair.qa_id, "file_name": ctx.file_name, "doc_kind": ctx.doc_kind,
-                               "band": band[-1], "chunk_title": ctx.chunk_title, "question": pair.question, "answer": pair.answer,
+                               "band": deciding, "generator_rule": pair.generator_rule, "chunk_title": ctx.chunk_title,
+                               "question": pair.question, "answer": pair.answer,
                                "page": pair.page_start, "chunk_markdown": ctx.chunk_markdown})
     out: dict[str, dict] = {}
     names = {d.doc_id: d.file_name or Path(d.path).name for d in documents}
