@@ -221,7 +221,7 @@ def _no_band_reason(auto: dict, measured: float | None, bar: float) -> str:
     """Why no pair is auto-approved, with the best band's held-out figures when no band qualified."""
     if not auto.get("bands") and auto.get("band_cv"):
         name, best = max(auto["band_cv"].items(), key=lambda kv: kv[1].get("precision") or 0.0)
-        return (f"no band (document kind, or kind/question type) reaches a document-grouped CV precision of {bar:.2f} with enough evidence "
+        return (f"no band (document kind, kind/question type or kind/generator rule) reaches a document-grouped CV precision of {bar:.2f} with enough evidence "
                 f"(best: {name} {best['precision']:.2f} on {best['approved']} held-out pairs, 95% lower bound "
                 f"{best.get('lower_bound', 0.0):.2f})")
     shown = "none" if measured is None else f"{measured:.2f}"
