@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.pointers import after_list, attributive, bound_lost, not_its_own, reference_line
+from tasks.qa.rules.pointers import after_list, attributive, bound_lost, condition_threshold, not_its_own, reference_line
 from tasks.qa.rules.sections import orphan_items
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
@@ -361,7 +361,8 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
             noun_text = f"percentage of {share_of.group('np')}"  # ("20 percent of the vehicles" names no subject)
         askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
         attributed = attributive(text[match.end():]) and not _NOUN_AFTER_RE.match(text[match.end():])
-        if askable and (bound_lost(text[:match.start()]) or attributed):
+        if askable and (bound_lost(text[:match.start()]) or attributed
+                        or condition_threshold(text[max(0, match.start() - 300):match.start()], match.group("qualifier") or "")):
             askable = None  # a fact (counted in the budget), but its bound or its owner is not read: not asked
         subject = value_subject(text[:match.start()])
         out.append((noun_text, _kind(match), span, askable, subject))
