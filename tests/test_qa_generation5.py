@@ -77,3 +77,43 @@ def test_a_requirement_that_only_names_its_test_is_a_pointer():
                        "system shall be subjected to a dynamic test in conformity with paragraph 7.7. below.", view.markdown,
                        view.title, "r16.pdf", "factual", "text", "en")
     assert critic(pair)
+
+
+def test_the_value_rule_does_not_emit_in_regulations_and_protocols():
+    from dataclasses import replace
+
+    gate = RULES["generate.value.kind_gate"].check
+    view = real_view("dissipated energy against block 2", R95)
+    assert asked("generate.provision.value", view), "without a known kind the rule still asks (unit tests, other kinds)"
+    for kind in ("regulation", "protocol"):
+        gated = replace(view, handle=replace(R95, doc_kind=kind))
+        assert gate(gated) and asked("generate.provision.value", gated) == []
+    report = replace(view, handle=replace(R95, doc_kind="other"))
+    assert not gate(report) and asked("generate.provision.value", report)
+    # the paragraphs' requirements are still asked in a regulation
+    r16 = real_view("In the case of other types of belts, the forward displacement", R16)
+    assert asked("generate.provision.requirement", replace(r16, handle=replace(R16, doc_kind="regulation")))
+
+
+def test_a_condition_relative_to_something_unnamed_is_not_asked():
+    relative = RULES["generate.provision.conditional_relative"].check
+    assert relative("In the case of other types of belts")
+    assert relative("Where the prerequisite is met")
+    assert not relative("If the driver and any front outboard passenger seats do not adjust independently of each other")
+    assert not relative("When the strap has been kept under load for 30 minutes in the same low-temperature chamber")
+    view = real_view("In the case of other types of belts, the forward displacement", R16)
+    answers = [a for _, a in asked("generate.provision.conditional", view)]
+    assert "In the case of other types of belts" not in answers
+
+
+def test_a_proof_by_either_paragraph_is_a_pointer():
+    sentence = ("In the case that the test is performed under the condition that part(s) of the high voltage system are not "
+                "energized, the protection against electrical shock shall be proved by either 5.3.7.1.3. or 5.3.7.1.4. for "
+                "the relevant part(s).")
+    assert RULES["generate.provision.pointer_predicate"].check(sentence)
+    view = real_view("shall be proved by either 5.3.7.1.3. or 5.3.7.1.4. for the relevant part(s)", R95)
+    assert not any(a.endswith("for the relevant part(s).") for _, a in asked("generate.provision.requirement", view))
+    from tasks.qa.judge import PairContext
+    pair = PairContext("What does paragraph 5.3.7.1 of UN Regulation No. 95 require?", sentence, view.markdown, view.title,
+                       "r95.pdf", "factual", "text", "en")
+    assert RULES["critic.answer.pointer_phrase"].check(pair)

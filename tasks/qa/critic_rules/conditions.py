@@ -50,6 +50,7 @@ _POINTER_PHRASE_RE = re.compile(
     + _REF +
     r"|\bsubjected\s+to\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}tests?\s+in\s+(?:accordance|conformity|compliance)\s+with\s+"
     + _REF +
+    r"|\b(?:proved|demonstrated|verified|shown)\s+by\s+either\s+(?:paragraphs?\s+)?\d[\d.]*\s+or\s+\d"
     r"|\b(?:shall|must)\s+be\s+those\s+(?:specified|set\s+out|listed|given|described)\s+in\s+" + _REF +
     r"|\bthe\s+requirements\s+of\s+" + _REF + r"[\w.()]*(?:\s+of\s+this\s+(?:section|standard|regulation))?\s+"
     r"(?:must|shall)\s+be\s+met\b", re.IGNORECASE)

@@ -130,7 +130,8 @@ _CRITERIA_MET_RE = re.compile(r"\b(?:criteria|requirements|conditions)\s+(?:spec
 _TAIL_POINTER_RE = re.compile(
     r"(?:\b(?:requirements?|corridors?|limits?|curves?|conditions?|criteria)\s+(?:of|in|indicated\s+in|specified\s+in|"
     r"shown\s+in|given\s+in|set\s+out\s+in)\s+(?:this\s+annex|Figure\s+\S+|paragraphs?\s+\S+)"
-    r"|\bby\s+either\s+(?:paragraph\s+)?\d[\d.]*\s+or\s+(?:paragraph\s+)?\d[\d.]*(?:\s+(?:above|below))?)\.?$", re.IGNORECASE)
+    r"|\bby\s+either\s+(?:paragraphs?\s+)?\d[\d.]*\s+or\s+(?:paragraph\s+)?\d[\d.]*(?:\s+(?:above|below))?"
+    r"(?:\s+for\s+the\s+relevant\s+part\(?s?\)?)?)\.?$", re.IGNORECASE)
 """A sentence that ends on what it points to ("... shall fall between corridors of Figure 2e.", "... signals complying
 with the requirements indicated in this annex.", "... shall be proved by either 5.3.7.1.3. or 5.3.7.1.4. below.")."""
 _PREDICATE_WORDS = 12
