@@ -48,6 +48,9 @@ _POINTER_PHRASE_RE = re.compile(
     r"|\b(?:must|shall)\s+be\s+met\s+as\s+(?:detailed|described|specified|set\s+out)\s+in\s+" + _REF +
     r"|\brequirements\s+of\s+(?:either,?\s+)?(?:at\s+the\s+manufacturer['’]s\s+option,?\s+)?" + _REF + r"[\w.()]*\s+or\s+"
     + _REF +
+    r"|\bsubjected\s+to\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}tests?\s+in\s+(?:accordance|conformity|compliance)\s+with\s+"
+    + _REF +
+    r"|\b(?:proved|demonstrated|verified|shown)\s+by\s+either\s+(?:paragraphs?\s+)?\d[\d.]*\s+or\s+\d"
     r"|\b(?:shall|must)\s+be\s+those\s+(?:specified|set\s+out|listed|given|described)\s+in\s+" + _REF +
     r"|\bthe\s+requirements\s+of\s+" + _REF + r"[\w.()]*(?:\s+of\s+this\s+(?:section|standard|regulation))?\s+"
     r"(?:must|shall)\s+be\s+met\b", re.IGNORECASE)

@@ -35,6 +35,26 @@ def bound_lost(before: str) -> bool:
     return bool(_LOST_GLYPH_BEFORE_RE.search(before) or _UNREAD_BOUND_RE.search(before))
 
 
+_CONDITION_START_RE = re.compile(r"(?:^|[.;:]\s|\n)(?P<clause>[^.;:\n]*)$")
+_CONDITIONAL_RE = re.compile(r"\b(?:[Ii]f|[Uu]nless|[Ww]hen|[Ww]henever|[Ww]here)\b(?![^.;:\n]*\b(?:shall|must|should)\b)")
+_THRESHOLD_RE = re.compile(r"\b(?:(?:more|less|greater|fewer|higher|lower)\s+than|exceeds?|exceeding|(?:at\s+)?(?:least|most)|"
+                           r"below|above|over|under)(?:\s+the)?\s*$", re.IGNORECASE)
+
+
+@rule("generate.value.condition_threshold", "generate", "the clause a value stands in (provision values)",
+      "the value is the bound of a condition, not a specification: it stands in an 'if/unless/when/where' clause that has "
+      "no 'shall/must' before it and is compared there ('if the strap length ... is not more than 250 mm, the points A, B "
+      "and K are used'; 'if the mass of the measuring apparatus exceeds the 25 kg allowed'; 'when the ignition is "
+      "switched off for more than 30 minutes'): asked 'what is the strap length?', its answer reads as the specification")
+def condition_threshold(before: str, qualifier: str = "") -> bool:
+    """True when the text before the value (its sentence) opens a condition that compares the value (``qualifier``: the
+    value's own bound word, e.g. 'not more than', when the value pattern read it)."""
+    clause = _CONDITION_START_RE.search(before)
+    if not clause or not _CONDITIONAL_RE.search(clause.group("clause")):
+        return False
+    return bool(_THRESHOLD_RE.search(before) or re.search(r"than|least|most|exceed", qualifier or "", re.IGNORECASE))
+
+
 _ATTRIBUTIVE_RE = re.compile(
     r"\s+(?:(?!(?:and|or|at|in|on|to|for|from|per|with|by|the|a|an|its|of)\s)[a-z][a-z\-]*\s+)?"
     rf"(?:{_NOUN_HEADS}|diameter|form|holding|radius)\b(?!\s+(?:of|is|are|shall)\b)")
@@ -101,6 +121,7 @@ _POINTER_PREDICATE_RE = re.compile(
     r"\b(?:shall|must)\s+(?:(?:also|only|still)\s+)?(?:be\s+able\s+to\s+)?"
     r"(?:meet|satisfy|fulfil+|comply\s+with"
     r"|be\s+(?:in\s+(?:accordance|conformity|compliance)\s+with|those\s+\w+\s+in|as\s+\w+\s+in|met|satisfied|fulfil+ed)"
+    r"|be\s+subjected\s+to\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}tests?\s+in\s+(?:accordance|conformity|compliance)\s+with"
     r"|be\s+\w+ed\s+(?:(?:as\s+)?(?:shown|described|specified|prescribed|set\s+out|defined|given|indicated|detailed)\s+"
     r"(?:in|under|by)|in\s+(?:accordance|conformity|compliance)\s+with|according\s+to))\b"
     r"(?P<rest>)", re.IGNORECASE)
@@ -109,7 +130,8 @@ _CRITERIA_MET_RE = re.compile(r"\b(?:criteria|requirements|conditions)\s+(?:spec
 _TAIL_POINTER_RE = re.compile(
     r"(?:\b(?:requirements?|corridors?|limits?|curves?|conditions?|criteria)\s+(?:of|in|indicated\s+in|specified\s+in|"
     r"shown\s+in|given\s+in|set\s+out\s+in)\s+(?:this\s+annex|Figure\s+\S+|paragraphs?\s+\S+)"
-    r"|\bby\s+either\s+(?:paragraph\s+)?\d[\d.]*\s+or\s+(?:paragraph\s+)?\d[\d.]*(?:\s+(?:above|below))?)\.?$", re.IGNORECASE)
+    r"|\bby\s+either\s+(?:paragraphs?\s+)?\d[\d.]*\s+or\s+(?:paragraph\s+)?\d[\d.]*(?:\s+(?:above|below))?"
+    r"(?:\s+for\s+the\s+relevant\s+part\(?s?\)?)?)\.?$", re.IGNORECASE)
 """A sentence that ends on what it points to ("... shall fall between corridors of Figure 2e.", "... signals complying
 with the requirements indicated in this annex.", "... shall be proved by either 5.3.7.1.3. or 5.3.7.1.4. below.")."""
 _PREDICATE_WORDS = 12

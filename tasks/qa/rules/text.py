@@ -41,6 +41,9 @@ class Handle:
     """A meeting's date: a recurring meeting is named by its title and date."""
     running_heads: frozenset[str] = frozenset()
     """The document's page running heads (normalised): never a section's name."""
+    doc_kind: str = ""
+    """The document's kind read off all its chunks (``tasks.qa.doc_kind``: regulation, protocol, report, ...): some
+    rules do not emit in some kinds (``generate.value.kind_gate``); '' when unknown."""
 
 
 @dataclass(frozen=True)
