@@ -232,8 +232,7 @@ def labelled(rows: Sequence[dict], kinds: dict[str, str] | None = None,
 
 
 def every_pair_counts(items: Sequence[Labelled]) -> list[Labelled]:
-    """The items with every pair counted for the bands, also those today's generator no longer asks (for comparison:
-    ``--bands-on all``)."""
+    """The items with every pair counted for the bands, also those today's generator no longer asks (``--bands-on all``)."""
     return [replace(i, current=True) for i in items]
 
 
