@@ -64,9 +64,9 @@ def test_bound_in_context_sees_what_the_chunk_says_around_the_value():
     assert not fires(name, labelled("What speed does paragraph 7.7.4.1 (Deceleration test device) of UN Regulation No. 16"))
 
 
-def test_runs_into_item_and_coordinate_convention_and_deictic_subject():
-    assert fires("critic.answer.runs_into_item", labelled("What does section 2.2.5.1(d) (Ease of use of tethers & straps)"))
-    assert not fires("critic.answer.runs_into_item", labelled("What does paragraph 6.2.2.3 (Buckle) of UN Regulation No. 16"))
+def test_coordinate_convention_and_deictic_subject():
+    # an answer that runs into the next lettered item was seen in one document only (Euro NCAP child): no rule for it
+    assert "critic.answer.runs_into_item" not in RULES
     name = "critic.definition.coordinate_convention"
     assert fires(name, labelled("According to the \"S9. Orthogonal Reference System\" section of FMVSS No. 201, what is the Y-Z"))
     assert fires(name, labelled("According to the \"Coordinate system definition\" section of the \"Moderate Overlap"))

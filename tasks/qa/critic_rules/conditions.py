@@ -10,8 +10,6 @@ classes that recur across documents, each with a signal in the text rather than 
   the share of a manufacturer's production that must comply): no technical fact;
 - **bound in context**: the answer's value stands in the chunk with a tolerance, the other end of a range, a 'between'
   or an offset ('175-250 kg greater than the curb weight') that the answer dropped;
-- **runs into the next item**: the answer goes on past its sentence into the next list item ('... easily. e) Where
-  equipped, ...');
 - **coordinate convention**: the definition of a coordinate plane or axis ('the X-Y plane is the horizontal zero
   plane'), notation of the document rather than a fact a user asks;
 - **deictic subject**: the question's subject points back to something the question does not name ('both joints',
@@ -152,18 +150,6 @@ def bound_in_context(ctx: PairContext) -> list[Signal]:
     return []
 
 
-_NEXT_ITEM_RE = re.compile(r"[.;:]\s+(?:\(?[a-z]\)|\([ivx]{1,4}\)|\(?\d{1,2}\))\s+[A-Z]")
-
-
-@rule("critic.answer.runs_into_item", "critic", "the answer",
-      "after its sentence ends it goes on into the next list item ('... easily. e) Where equipped, ...'): two items "
-      "spliced, the second not asked for", "grounded")
-def runs_into_item(ctx: PairContext) -> list[Signal]:
-    """An answer that swallowed the next lettered or numbered item."""
-    found = _NEXT_ITEM_RE.search(ctx.answer)
-    return [Signal("grounded", 2, f"the answer runs into the next item ('{found.group(0).strip()}')")] if found else []
-
-
 _COORDINATE_Q_RE = re.compile(r"\bwhat\s+(?:is|are)\s+(?:the\s+)?[XYZ]\s?-\s?[XYZ]\s+planes?\b|\bwhat\s+is\s+the\s+[XYZ][- ]axis\b"
                               r"|\bpurpose\s+of\s+the\s+(?:plane|axis|axes|origin)\b", re.IGNORECASE)
 _COORDINATE_A_RE = re.compile(r"\b(?:zero\s+plane|used\s+to\s+define\s+the\s+[XYZ]|[XYZ]\s?-\s?[XYZ]\s+planes?\b|[XYZ][- ]axis\b)")
@@ -194,6 +180,5 @@ def deictic_subject(ctx: PairContext) -> list[Signal]:
     return [Signal("standalone", 2, f"the subject points back ('{found.group(0)}')")] if found else []
 
 
-CONDITION_RULES = (pointer_phrase, production_accounting, bound_in_context, runs_into_item, coordinate_convention,
-                   deictic_subject)
+CONDITION_RULES = (pointer_phrase, production_accounting, bound_in_context, coordinate_convention, deictic_subject)
 """The rules of this module, in the order their reasons are listed."""
