@@ -18,8 +18,8 @@ hand-labelled ``tests/data/qa_calibration.jsonl``); its rows say ``provider=heur
 
 The judge writes the ``critic_*`` columns and a ``low_quality:<criterion>`` flag (with its
 reason) per failing criterion. Only usable pairs without any flag are auto-approved (when
-``settings.qa.auto_approve``), and with the offline critic only those of the bands (question types) whose
-document-grouped CV precision reaches ``settings.qa.auto_approve_min_precision`` (``critic_policy.json``:
+``settings.qa.auto_approve``), and with the offline critic only those of the bands (document kind, question type,
+generator rule) whose document-grouped CV precision reaches ``settings.qa.auto_approve_min_precision`` (``critic_policy.json``:
 ``auto_approve``; ``offline_precision_short`` gives the reason otherwise); the rest wait for review, and experts'
 decisions always win.
 """
