@@ -48,6 +48,8 @@ _POINTER_PHRASE_RE = re.compile(
     + _REF +
     r"|\bsubjected\s+to\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}tests?\s+in\s+(?:accordance|conformity|compliance)\s+with\s+"
     + _REF +
+    r"|\bmeans\s+(?:a|an|the|any)\s+(?:[\w-]+\s+){0,3}?(?:(?:as\s+)?defined\s+in|(?:which|that)\s+conforms?\s+to)\s+"
+    r"(?:the\s+specifications\s+of\s+)?(?:Regulation\s+No\.|part\s+\d|Standard\s+No\.)"
     r"|\b(?:proved|demonstrated|verified|shown)\s+by\s+either\s+(?:paragraphs?\s+)?\d[\d.]*\s+or\s+\d"
     r"|\b(?:shall|must)\s+be\s+those\s+(?:specified|set\s+out|listed|given|described)\s+in\s+" + _REF +
     r"|\bthe\s+requirements\s+of\s+" + _REF + r"[\w.()]*(?:\s+of\s+this\s+(?:section|standard|regulation))?\s+"

@@ -237,3 +237,19 @@ _RELATIVE_RE = re.compile(r"(?<!\beach\s)(?<!\bone\s)\b(?:other|another)\b(?!\s+
 def relative_condition(condition: str) -> bool:
     """True when the condition is relative to an unnamed referent ("other", "the latter", "the prerequisite")."""
     return bool(_RELATIVE_RE.search(condition))
+
+
+_POINTER_DEFINITION_RE = re.compile(
+    r"\b(?:means|is)\s+(?:a|an|the|any)\s+(?:[\w-]+\s+){0,3}?(?:(?:as\s+)?(?:defined|described|specified)\s+in|(?:which|that)\s+"
+    r"conforms?\s+to(?:\s+the\s+specifications\s+of)?)\s+(?:Regulation\s+No\.|part\s+\d|subpart|Standard\s+No\.|"
+    r"paragraphs?\s+\d|Annex\s+\d|S\d|49\s+CFR|ISO\s+\d)", re.IGNORECASE)
+
+
+@rule("generate.definition.pointer_only", "generate", "a definition sentence ('X means ...')",
+      "what the term means is only another document or paragraph: '\"Child restraint\" means a safety device as defined "
+      "in Regulation No. 44.', 'Free motion headform means a test device which conforms to the specifications of part 572, "
+      "subpart L': not asked (seen in UN R16 and FMVSS 201)")
+def pointer_definition(sentence: str) -> bool:
+    """True when the definition's content is a class noun and a reference to where it is defined."""
+    found = _POINTER_DEFINITION_RE.search(sentence)
+    return bool(found) and len(sentence[found.end():].split()) <= 12

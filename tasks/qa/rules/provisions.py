@@ -33,6 +33,7 @@ from tasks.qa.rules.pointers import (
     bound_lost,
     condition_threshold,
     not_its_own,
+    pointer_definition,
     reference_line,
     relative_condition,
     value_kind_gate,
@@ -387,9 +388,9 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
     """One question per quantity a provision states unambiguously, naming paragraph, title and document."""
     if view.language != "en" or not doc_phrase(view):
         return
-    units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
-    if units and value_kind_gate(view):
+    if value_kind_gate(view):
         return
+    units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
     if not units and _section_ok(view) and not orphan_items(view.markdown):  # unnumbered prose: named by its heading
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
@@ -475,7 +476,7 @@ def definition_candidates(view: ChunkView) -> Iterator[Candidate]:
         term = found.group("term").strip()
         reference = f"paragraph {unit.number} of {annex_of(view) + ' to ' if annex_of(view) else ''}{doc_phrase(view)}"
         answer = _verbatim(unit.text.rstrip(), view.markdown)
-        if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")):
+        if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")) or pointer_definition(answer):
             continue  # not a complete sentence, or the definition goes on in a list the unit does not hold
         yield Candidate(f'According to {reference}, what does "{term}" mean?', answer, "definitional", "text")
 
