@@ -117,3 +117,24 @@ def test_a_proof_by_either_paragraph_is_a_pointer():
     pair = PairContext("What does paragraph 5.3.7.1 of UN Regulation No. 95 require?", sentence, view.markdown, view.title,
                        "r95.pdf", "factual", "text", "en")
     assert RULES["critic.answer.pointer_phrase"].check(pair)
+
+
+def test_a_definition_that_only_points_to_another_document_is_not_asked():
+    pointer = RULES["generate.definition.pointer_only"].check
+    assert pointer('"Child restraint" means a safety device as defined in Regulation No. 44.')
+    assert pointer("Free motion headform means a test device which conforms to the specifications of part 572, subpart L "
+                   "of this chapter.")
+    # a definition with content of its own, even beside a reference, is asked
+    assert not pointer('"Passenger airbag" means an airbag assembly intended to protect occupant(s) in seats other than '
+                       "the driver's in the event of a frontal collision.")
+    assert not pointer('"ISOFIX child restraint system" means a child restraint system, fulfilling the requirements of '
+                       "Regulation No. 44, which has to be attached to an ISOFIX anchorages system, fulfilling the "
+                       "requirements of Regulation No. 14.")
+    view = real_view('"Child restraint" means a safety device as defined in Regulation No. 44.', R16)
+    terms = [q for q, _ in asked("generate.provision.definition", view)]
+    assert terms and not any('"Child restraint"' in q for q in terms)
+    from tasks.qa.judge import PairContext
+    pair = PairContext('According to paragraph 2.10 of UN Regulation No. 16, what does "Child restraint" mean?',
+                       '"Child restraint" means a safety device as defined in Regulation No. 44.', view.markdown, view.title,
+                       "r16.pdf", "definitional", "text", "en")
+    assert RULES["critic.answer.pointer_phrase"].check(pair)

@@ -48,6 +48,8 @@ _POINTER_PHRASE_RE = re.compile(
     + _REF +
     r"|\bsubjected\s+to\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}tests?\s+in\s+(?:accordance|conformity|compliance)\s+with\s+"
     + _REF +
+    r"|\bmeans\s+(?:a|an|the|any)\s+(?:[\w-]+\s+){0,3}?(?:(?:as\s+)?defined\s+in|(?:which|that)\s+conforms?\s+to)\s+"
+    r"(?:the\s+specifications\s+of\s+)?(?:Regulation\s+No\.|part\s+\d|Standard\s+No\.)"
     r"|\b(?:proved|demonstrated|verified|shown)\s+by\s+either\s+(?:paragraphs?\s+)?\d[\d.]*\s+or\s+\d"
     r"|\b(?:shall|must)\s+be\s+those\s+(?:specified|set\s+out|listed|given|described)\s+in\s+" + _REF +
     r"|\bthe\s+requirements\s+of\s+" + _REF + r"[\w.()]*(?:\s+of\s+this\s+(?:section|standard|regulation))?\s+"
@@ -93,8 +95,9 @@ def _occurrences(value: str, markdown: str) -> list[re.Match]:
 
 
 _RANGE_END = r"(?:\s*(?:–|-|to)\s*\d+(?:[.,]\d+)?)?"
-_UNIT_AFTER_RE = re.compile(r"^" + _RANGE_END + r"\s?(?:%|per\s?cent|percent|°\s?C?|º|degrees?|mm|cm|km/\s?h|kph|mph|m/s|km|m|kg|lb|g|ms|s|"
-                            r"seconds?|minutes?|hours?|kPa|MPa|Pa|bar|psi|kN|daN|N|J|kJ)(?![\w/])", re.IGNORECASE)
+_UNIT_AFTER_RE = re.compile(r"^" + _RANGE_END + r"\s?(?:%|per\s?cent|percent|°\s?C?|º|degrees?|mm|cm|km/\s?h|kph|mph|m/s|"
+                            r"km|m|kg|lb|g|ms|s|seconds?|minutes?|hours?|kPa|MPa|Pa|bar|psi|kN|daN|N|J|kJ)(?![\w/])",
+                            re.IGNORECASE)
 _TOLERANCE = r"(?:±|\uf0b1|\+/-|\+\s?/\s?-|\+\s?-|plus\s?/\s?minus|plus\s+or\s+minus)"
 _TOLERANCE_AFTER_RE = re.compile(r"^\s*" + _TOLERANCE + r"\s*\d", re.IGNORECASE)
 _TOLERANCE_BEFORE_RE = re.compile(_TOLERANCE + r"\s*$", re.IGNORECASE)
@@ -150,9 +153,11 @@ def bound_in_context(ctx: PairContext) -> list[Signal]:
     return []
 
 
-_COORDINATE_Q_RE = re.compile(r"\bwhat\s+(?:is|are)\s+(?:the\s+)?[XYZ]\s?-\s?[XYZ]\s+planes?\b|\bwhat\s+is\s+the\s+[XYZ][- ]axis\b"
-                              r"|\bpurpose\s+of\s+the\s+(?:plane|axis|axes|origin)\b", re.IGNORECASE)
-_COORDINATE_A_RE = re.compile(r"\b(?:zero\s+plane|used\s+to\s+define\s+the\s+[XYZ]|[XYZ]\s?-\s?[XYZ]\s+planes?\b|[XYZ][- ]axis\b)")
+_COORDINATE_Q_RE = re.compile(r"\bwhat\s+(?:is|are)\s+(?:the\s+)?[XYZ]\s?-\s?[XYZ]\s+planes?\b"
+                              r"|\bwhat\s+is\s+the\s+[XYZ][- ]axis\b|\bpurpose\s+of\s+the\s+(?:plane|axis|axes|origin)\b",
+                              re.IGNORECASE)
+_COORDINATE_A_RE = re.compile(r"\b(?:zero\s+plane|used\s+to\s+define\s+the\s+[XYZ]|[XYZ]\s?-\s?[XYZ]\s+planes?\b"
+                              r"|[XYZ][- ]axis\b)")
 
 
 @rule("critic.definition.coordinate_convention", "critic", "a definition or purpose question and its answer",

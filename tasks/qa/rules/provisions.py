@@ -27,7 +27,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.pointers import after_list, attributive, bound_lost, condition_threshold, not_its_own, reference_line
+from tasks.qa.rules.pointers import (
+    after_list,
+    attributive,
+    bound_lost,
+    condition_threshold,
+    not_its_own,
+    pointer_definition,
+    reference_line,
+    relative_condition,
+    value_kind_gate,
+)
 from tasks.qa.rules.sections import orphan_items
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
@@ -37,6 +47,7 @@ from tasks.qa.rules.text import (
     _lower_first,
     _section_ok,
     doc_phrase,
+    garbled,
     josa,
     sentences,
     where,
@@ -307,12 +318,6 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s?°?C?\s\+\s?\d|\b[a-z]{2,}-\s(?!(?:and|or|to|nor|as|through)\b)[a-z]{2,}"
-                         r"|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
-                         r"|\d\s?°\s{2,}\d")
-"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C", "-10 °C + 1 °C" (± read as +), "al- cohol" (a
-line-break hyphen left in a word; "front- and rear-facing" is none), "15°  10°" (the ± lost), "kN/mP2P" (a
-superscript), "vehicles10", "Regulation11" (a footnote mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 
@@ -330,13 +335,6 @@ _DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier
                                   r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b|\s+(?:different|differ(?:s|ing)?)\s+from\b")
 """After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
 _RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
-
-
-def garbled(answer: str) -> bool:
-    """True when the answer carries an extraction artefact (``_GARBLED_RE``), or words whose letters the PDF font lost
-    ("behind the d ive ’s se t" for "driver's seat": two or more stray single letters): not grounded as written."""
-    stray = re.findall(r"(?:^|(?<=\s))(?<!\d\s)[b-w](?=\s|’|$)", answer)  # not "a", the axes x-z, nor a unit "100 g"
-    return bool(_GARBLED_RE.search(answer)) or len(stray) >= 2
 
 
 def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
@@ -384,30 +382,15 @@ def _verbatim(answer: str, markdown: str) -> str:
     return found.group(0) if found else ""
 
 
-VALUE_SILENT_KINDS = frozenset({"regulation", "protocol"})
-"""Document kinds whose numbered provisions the value rule does not ask (``value_kind_gate``)."""
-
-
-@rule("generate.value.kind_gate", "generate", "the document kind of a chunk with numbered provisions (provision values)",
-      "in a regulation or a test protocol the value rule does not emit: its critic-passed pairs were labelled 22 of 38 "
-      "usable in round 7 (main's generator, 5 documents: UN R95 8/16, UN R16 7/11, FMVSS 201 0/3, FMVSS 214 4/5, "
-      "FMVSS 301 3/3) and 7 of 10 in round 8 after two of its fixes; a value's bound, condition or owner sits in "
-      "sentence structure a pattern does not read. The paragraph's requirement (generate.provision.requirement), its "
-      "limit sentence (generate.requirement.limit) and its criterion limits still ask the same facts as whole sentences")
-def value_kind_gate(view: ChunkView) -> bool:
-    """True when the chunk's document is a regulation or a protocol (``Handle.doc_kind``)."""
-    return view.handle.doc_kind in VALUE_SILENT_KINDS
-
-
 @rule("generate.provision.value", "generate", "a numbered paragraph or lettered item of a regulation or protocol "
       "with a value and unit (speed, mass, angle, force, pressure, time, distance, ...)", "numeric")
 def value_candidates(view: ChunkView) -> Iterator[Candidate]:
     """One question per quantity a provision states unambiguously, naming paragraph, title and document."""
     if view.language != "en" or not doc_phrase(view):
         return
-    units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
-    if units and value_kind_gate(view):
+    if value_kind_gate(view):
         return
+    units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
     if not units and _section_ok(view) and not orphan_items(view.markdown):  # unnumbered prose: named by its heading
         units = [(where(view), " ".join(b for b in _blocks(view.markdown)[1:] if not b.startswith(("|", "!", ">"))))]
     for reference, text in units:
@@ -493,7 +476,7 @@ def definition_candidates(view: ChunkView) -> Iterator[Candidate]:
         term = found.group("term").strip()
         reference = f"paragraph {unit.number} of {annex_of(view) + ' to ' if annex_of(view) else ''}{doc_phrase(view)}"
         answer = _verbatim(unit.text.rstrip(), view.markdown)
-        if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")):
+        if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")) or pointer_definition(answer):
             continue  # not a complete sentence, or the definition goes on in a list the unit does not hold
         yield Candidate(f'According to {reference}, what does "{term}" mean?', answer, "definitional", "text")
 
@@ -568,7 +551,8 @@ def _conditional_question(sentence: str, place: str, context: str) -> tuple[str,
     if re.search(r"\b(?:above|below|paragraphs?|this|these|it|they)\b", found.group("condition"), re.IGNORECASE):
         return None  # the condition points elsewhere ("if the test in paragraph 7.2 above ...")
     pointer = re.search(r"\b(?:above|below|following)\b", f"{found.group('subject')} {found.group('rest')}")
-    deictic = introduced_in_condition(found.group("condition"), found.group("rest")) or relative_condition(found.group("condition"))
+    condition = found.group("condition")
+    deictic = introduced_in_condition(condition, found.group("rest")) or relative_condition(condition)
     if len(found.group("condition").split()) < 4 or pointer or deictic:
         return None  # an elliptic condition ("If adjustable"), or a main clause that points elsewhere
     subject = _lower_first(found.group("subject"), context)
@@ -583,20 +567,6 @@ def introduced_in_condition(condition: str, rest: str) -> bool:
     """True when a noun the condition introduces with "a/an" comes back in the main clause as "the <noun>"."""
     nouns = {m.group(1).lower() for m in re.finditer(r"\b(?:a|an)\s+(?:[a-z\-]+\s+)?([a-z]{3,})\b", condition)}
     return any(re.search(rf"\bthe\s+(?:[a-z\-]+\s+)?{re.escape(noun)}\b", rest, re.IGNORECASE) for noun in nouns)
-
-
-_RELATIVE_RE = re.compile(r"(?<!\beach\s)(?<!\bone\s)\b(?:other|another)\b(?!\s+than\b)|\bthe\s+(?:latter|former|prerequisite|above)\b"
-                          r"|\bsuch\b(?!\s+(?:that|as)\b)", re.IGNORECASE)
-"""'other' that is not 'each other' or 'other than X', 'the latter/former/prerequisite/above', 'such' (not 'such that')."""
-
-
-@rule("generate.provision.conditional_relative", "generate", "the condition a conditional question would answer with",
-      "the condition only makes sense against something the question does not name: 'In the case of other types of "
-      "belts' (other than the lap belts of the sentence before), 'Where the prerequisite is met', 'the latter', 'such': "
-      "not asked")
-def relative_condition(condition: str) -> bool:
-    """True when the condition is relative to an unnamed referent ("other", "the latter", "the prerequisite")."""
-    return bool(_RELATIVE_RE.search(condition))
 
 
 @rule("generate.provision.conditional", "generate", "a requirement with a leading condition ('If the strap slips ..., "
