@@ -239,7 +239,10 @@ def test_the_generator_rule_side_table_covers_every_labelled_pair():
         pytest.skip("the labelled sets are not there")
     rows = calibrate.unique_pairs(calibrate.load_rows([root / f for f in calibrate.LABEL_FILES]))
     table = backfill.stored_rules()
-    missing = [backfill.pair_key(r)[:80] for r in rows if backfill.pair_key(r) not in table]
+    # a pair its label file gives no rule can only get one from the backfill (newer label files record the pipeline's
+    # rule, and a pair not in the table counts as still asked by that recorded rule: backfill.still_asked)
+    missing = [backfill.pair_key(r)[:80] for r in rows
+               if backfill.pair_key(r) not in table and not backfill.normal_rule(r.get("generator_rule"))]
     assert not missing, f"rerun python -m tasks.qa.calibrate --backfill-root ROOT: {len(missing)} pairs lack a line"
     rules = {line["generator_rule"] for line in table.values()} - {None}
     assert rules and all(name.startswith("generate.") for name in rules)
