@@ -27,6 +27,7 @@ from schemas.elements import ElementRow
 from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
 from tasks.qa import budget, handles, rules
+from tasks.qa.doc_kind import document_kind
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review, chunk_bases
 from tasks.stage import run_items
@@ -45,6 +46,8 @@ class GeneratedPair(BaseModel):
     answer: str
     question_type: str = "factual"
     target_modality: str = "text"
+    rule: str = ""
+    """The heuristic generator's rule that made the pair (``tasks.qa.rules.source_rule``); a model leaves it empty."""
 
 
 class GeneratedPairs(BaseModel):
@@ -146,6 +149,7 @@ def document_handles(
             test_name=test_name, stage=_header_value(header, "Stage") if test_name else "",
             title=title, kind=kind, date=_meeting_date(members) if kind == "meeting" else "",
             running_heads=frozenset(handles.running_heads([(c.title, c.part_index) for c in members])),
+            doc_kind=document_kind([c.qa_text for c in members], all(c.unit == "slide" for c in members)),
         )
     return out
 
@@ -193,7 +197,8 @@ def chunk_handle(chunk: ChunkRow, document: rules.Handle | None, carried: str = 
         title = own if own and own != base.title else title
     if section and base.kind == "standard" and handles.identifier([], [section]) == title:
         section = ""  # "§ 571.214 Standard No. 214; Side impact protection" is the standard itself, not a section of it
-    return rules.Handle(base.test_name, base.stage, title, base.kind, section, kind, base.date, base.running_heads)
+    return rules.Handle(base.test_name, base.stage, title, base.kind, section, kind, base.date, base.running_heads,
+                        base.doc_kind)
 
 
 def pairs_wanted(chunk: ChunkRow, settings: Settings, view: rules.ChunkView | None = None) -> int:
@@ -267,6 +272,7 @@ async def generate_for_chunk(
                 question=question, answer=answer, generated_question=question, generated_answer=answer,
                 question_type=qtype, target_modality=modality, evidence_element_id=evidence,
                 language=language_of(question), status="pending", provider=generation.provider,
+                generator_rule=(pair.rule or None) if generation.provider == "heuristic" else None,
                 model=generation.model, prompt=generation.prompt_ref, prompt_sha256=generation.prompt_sha256,
             )
         )
