@@ -29,6 +29,7 @@ from schemas.qa_pairs import QaFailureRow, QaPairRow
 from tasks.qa import budget, handles, rules
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review, chunk_bases
+from tasks.qa.rules.coverage import coverage_candidates
 from tasks.stage import run_items
 
 PROVENANCE = {"chunk_id", "doc_id", "source_path", "slide", "page_start", "page_end"}
@@ -245,7 +246,7 @@ async def generate_for_chunk(
         "generate_qa",
         prompt,
         prompt_variables(view, n),
-        heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n)]},
+        heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n) or coverage_candidates(view, n)]},
         output_model=GeneratedPairs,
     )
     if generation.data is None:
