@@ -242,11 +242,12 @@ async def generate_for_chunk(
 ) -> tuple[list[QaPairRow], QaFailureRow | None]:
     """The pending QA pairs generated for one chunk (seen through ``view``), or a failure row when the reply was unusable."""
     n = pairs_wanted(chunk, settings, view)
+    fallback = coverage_candidates if settings.qa.coverage_rules else (lambda _view, _n: [])
     generation = await generator.generate(
         "generate_qa",
         prompt,
         prompt_variables(view, n),
-        heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n) or coverage_candidates(view, n)]},
+        heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n) or fallback(view, n)]},
         output_model=GeneratedPairs,
     )
     if generation.data is None:

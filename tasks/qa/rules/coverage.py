@@ -61,10 +61,17 @@ _NOT_STATEMENT_RE = re.compile(r"\b(?:shall|must|means|refers? to|is defined as|
                                r"|^(?:The term|This|These|It|They|Such|However)\b")
 """Requirements, definitions, permissions and continuations are other rules' (or no question's) business."""
 _POINTER_ONLY_RE = re.compile(r"\b(?:in accordance with|as (?:specified|described|shown|prescribed|set out) in|"
-                              r"(?:are|is) (?:specified|described|defined|given|set out) in)\b|\bthe following\b|\bas follows\b"
-                              r"|:\s*$")
+                              r"(?:are|is) (?:specified|described|defined|given|set out|presented|listed|shown) (?:in|as))\b"
+                              r"|\b(?:procedure|method|requirements?|corridors?) (?:in|of)\s+(?:(?:UN\s+)?Regulation|paragraph|"
+                              r"Annex|Appendix|Figure|Table|S\d|ISO|SAE)|\b(?:table|figure) (?:below|above)\b|\bthe following\b"
+                              r"|\bas follows\b|:\s*$", re.IGNORECASE)
 """A statement whose content is where its facts are ("target SR3 is located in accordance with this paragraph", "are
 specified in 49 CFR part 572") or a lead-in to a list: no fact of its own."""
+_LOST_GLYPH_RE = re.compile(r"[\w%°]\s{2,}\d|[\ue000-\uf8ff]|\b(?:mm|cm|kg|kN|N|g|ms|s|m)\.\d+\s+[A-Z]")
+"""A glyph the PDF's font dropped or left undecoded: two spaces before a number ("100 N  10 N" for "100 N ± 10 N",
+"elongation  12 per cent" for "≥ 12 per cent"), a private-use character ("position \\uf0b1 25 mm"), or a footnote mark
+glued to a value ("12.7 mm.8 The impactor"): the value as written is wrong."""
+_REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.;])\s+(?=[A-Z(])")
 
 
@@ -77,6 +84,17 @@ def _split_title(unit: Unit) -> Unit:
     if title and imperative(title):
         return Unit(unit.number, "", unit.text, unit.criterion)
     return Unit(unit.number, title, body, unit.criterion) if title and body else unit
+
+
+def _joined(units: list[Unit]) -> list[Unit]:
+    """Units of one number joined: a paragraph whose steps stand in blocks of their own ("4.2. Knee joint / Tighten
+    the knee joint. / Set the thigh and lower leg vertical. / ...") is one paragraph, asked once with all its steps."""
+    out: dict[str, Unit] = {}
+    for unit in units:
+        known = out.get(unit.number)
+        out[unit.number] = Unit(unit.number, known.title or unit.title, f"{known.text} {unit.text}", known.criterion) \
+            if known else unit
+    return list(out.values())
 
 
 def _list_items(units: list[Unit]) -> set[str]:
@@ -105,7 +123,8 @@ def imperative(sentence: str) -> bool:
 def _usable_text(view: ChunkView, unit: Unit) -> bool:
     """A unit a question can stand on: numbered to the paragraph, not administrative, not a pointer, not garbled."""
     named = "." in unit.number or unit.number.startswith("S")
-    return named and not administrative(view, unit) and not garbled(unit.text) and not not_its_own(_first(unit.text))
+    return (named and not administrative(view, unit) and not garbled(unit.text) and not _LOST_GLYPH_RE.search(unit.text)
+            and not not_its_own(_first(unit.text)) and not _POINTER_ONLY_RE.search(unit.text))
 
 
 def _main_clause(sentence: str) -> str:
@@ -134,9 +153,10 @@ def procedure_step_candidates(view: ChunkView) -> Iterator[Candidate]:
     """'What does paragraph S8.3.3.1 (Lumbar support adjustment) of FMVSS No. 214 prescribe?' -> the step."""
     if view.language != "en" or not doc_phrase(view):
         return
-    for unit in map(_split_title, provision_units(view)):
-        if not imperative(_first(unit.text)) or not _usable_text(view, unit):
-            continue
+    for unit in _joined([_split_title(u) for u in provision_units(view)]):
+        first = _first(unit.text)
+        if not imperative(first) or _REQUIREMENT_RE.search(first) or not _usable_text(view, unit):
+            continue  # "Lower tether anchorages must ...": a requirement (the requirement rules' business), not a step
         answer, whole = _step_answer(unit.text)
         answer = _verbatim(answer, view.markdown) if answer else ""
         if answer:
@@ -152,7 +172,7 @@ def provision_statement_candidates(view: ChunkView) -> Iterator[Candidate]:
     """'What does paragraph S11.3 (...) of FMVSS No. 214 specify?' -> the paragraph's statement."""
     if view.language != "en" or not doc_phrase(view):
         return
-    units = [_split_title(u) for u in provision_units(view)]
+    units = _joined([_split_title(u) for u in provision_units(view)])
     items = _list_items(units)
     for unit in units:
         sentence, text = _first(unit.text), unit.text.strip()
