@@ -122,7 +122,8 @@ def test_a_paragraph_in_blocks_is_asked_once_and_lost_glyphs_or_pointers_are_not
             "100 N \uf0b1 10 N, and remove the force.\n\n2.8. Test procedure. Push rearwards with a force of 100 N  10 N.\n")
     assert made("generate.coverage.procedure_step", view(lost)) == []
     pointer = ("# Annex 6\n\n4.1.1. Mass. The masses of the main dummy components are presented in table 2 of this annex.\n\n"
-               "2.5.1. Thorax. The thorax is shown as part No. 4 in Figure 1 of this annex.\n")
+               "2.5.1. Thorax. The thorax is shown as part No. 4 in Figure 1 of this annex.\n\n"
+               "3.2.1. Neck-shoulder-thorax. The neck-bracket is mounted to the shoulder block by four screws.\n")
     assert made("generate.coverage.provision_statement", view(pointer)) == []
 
 

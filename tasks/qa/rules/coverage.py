@@ -13,8 +13,11 @@ the corpus: about a third of the chunks holding a fact got no pair, most of them
   of the test is at any temperature between 20.6 degrees C and 22.2 degrees C."). Asked: "What does paragraph S11.3
   (...) of FMVSS No. 214 specify?" -> that statement.
 
-They are a fallback: ``coverage_candidates`` is asked only for a chunk the other rules give no question (see
-``tasks.qa.generate.generate_for_chunk``), so they add pairs where there were none and change no other pair. Nothing
+They are a fallback: ``coverage_candidates`` is asked only for a chunk the other rules give no question, and only with
+the setting ``qa.coverage_rules`` (off by default; see ``tasks.qa.generate.generate_for_chunk``), so they add pairs
+where there were none and change no other pair. Off by default because, labelled by hand on documents they were not
+written from (R95, R16, Euro NCAP CP 008-1, FMVSS 301; ``tests/data/qa_labels_gen_round9.jsonl``), they were 14/20
+(procedure steps) and 21/29 (statements) usable before the checks below that those labels prompted. Nothing
 is asked without a document handle and a paragraph number, of administrative paragraphs (approval, phase-in,
 transitional provisions), of a pointer-only text ("Position the dummy as specified in S8.2."), nor of a garbled one.
 """
@@ -72,6 +75,9 @@ _LOST_GLYPH_RE = re.compile(r"[\w%°]\s{2,}\d|[\ue000-\uf8ff]|\b(?:mm|cm|kg|kN|N
 "elongation  12 per cent" for "≥ 12 per cent"), a private-use character ("position \\uf0b1 25 mm"), or a footnote mark
 glued to a value ("12.7 mm.8 The impactor"): the value as written is wrong."""
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
+_FASTENER_RE = re.compile(r"\b(?:mounted|attached|fixed|fastened|connected|clamped|bolted|screwed)\b[^.]*\bby\s+"
+                          r"(?:one|two|three|four|five|six|eight|\d+)\s+(?:screws?|bolts?|rivets?|pins?)\b", re.IGNORECASE)
+"""How a part is fastened ("The neck-bracket is mounted to the shoulder block by four screws."): assembly trivia."""
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.;])\s+(?=[A-Z(])")
 
 
@@ -178,7 +184,8 @@ def provision_statement_candidates(view: ChunkView) -> Iterator[Candidate]:
         sentence, text = _first(unit.text), unit.text.strip()
         if (not unit.title or unit.number in items or not text.endswith(".") or len(text) > MAX_STEP_CHARS
                 or imperative(sentence) or not sentence[:1].isupper() or _NOT_STATEMENT_RE.search(text)
-                or _POINTER_ONLY_RE.search(text) or not _STATEMENT_VERB_RE.search(_main_clause(sentence))
+                or _POINTER_ONLY_RE.search(text) or _FASTENER_RE.search(text)
+                or not _STATEMENT_VERB_RE.search(_main_clause(sentence))
                 or not _usable_text(view, unit)):
             continue
         answer = _verbatim(text, view.markdown)
