@@ -61,9 +61,10 @@ _STATEMENT_VERB_RE = re.compile(r"\b(?:is|are|rests?|coincides?|consists?|covers
                                 r"passes|lies|lie|contains?)\b")
 """A present-tense statement of the set-up ("The upper legs of each test dummy rest against the seat cushion ...")."""
 _NOT_STATEMENT_RE = re.compile(r"\b(?:shall|must|means|refers? to|is defined as|may|need not|is not required|should)\b"
-                               r"|^(?:The term|This|These|It|They|Such|However)\b")
+                               r"|^(?:The term|This|These|It|They|Such|However)\b", re.IGNORECASE)
 """Requirements, definitions, permissions and continuations are other rules' (or no question's) business."""
-_POINTER_ONLY_RE = re.compile(r"\b(?:in accordance with|as (?:specified|described|shown|prescribed|set out) in|"
+_POINTER_ONLY_RE = re.compile(r"\b(?:in accordance with|according to|as (?:specified|described|shown|prescribed|set out) in|"
+                              r"outlined in|"
                               r"(?:are|is) (?:specified|described|defined|given|set out|presented|listed|shown) (?:in|as))\b"
                               r"|\b(?:procedure|method|requirements?|corridors?) (?:in|of)\s+(?:(?:UN\s+)?Regulation|paragraph|"
                               r"Annex|Appendix|Figure|Table|S\d|ISO|SAE)|\b(?:table|figure) (?:below|above)\b|\bthe following\b"
@@ -76,7 +77,7 @@ _LOST_GLYPH_RE = re.compile(r"[\w%°]\s{2,}\d|[\ue000-\uf8ff]|\b(?:mm|cm|kg|kN|N
 glued to a value ("12.7 mm.8 The impactor"): the value as written is wrong."""
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
 _FASTENER_RE = re.compile(r"\b(?:mounted|attached|fixed|fastened|connected|clamped|bolted|screwed)\b[^.]*\bby\s+"
-                          r"(?:one|two|three|four|five|six|eight|\d+)\s+(?:screws?|bolts?|rivets?|pins?)\b", re.IGNORECASE)
+                          r"(?:an?|one|two|three|four|five|six|eight|\d+)\s+(?:screws?|bolts?|rivets?|pins?)\b", re.IGNORECASE)
 """How a part is fastened ("The neck-bracket is mounted to the shoulder block by four screws."): assembly trivia."""
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.;])\s+(?=[A-Z(])")
 
