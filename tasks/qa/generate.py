@@ -4,7 +4,8 @@ Pairs per chunk follow its information content (``tasks.qa.budget``: one per fac
 ``qa.tokens_per_pair`` tokens, capped by ``qa.max_per_chunk``), mix question types, and include questions only a chunk's table,
 chart or picture can answer. Questions name what users know a document by (the report's
 test name and stage from ``headers``, else the document's real title, else the chunk's
-heading), never its file name. A chunk whose generation fails is recorded in
+heading), never its file name. With ``qa.coverage_rules`` a chunk the heuristic rules ask nothing of gets the
+coverage rules' questions (``tasks.qa.rules.coverage``). A chunk whose generation fails is recorded in
 ``qa_failures`` and retried on the next run; the run goes on.
 """
 
