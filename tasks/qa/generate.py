@@ -4,7 +4,8 @@ Pairs per chunk follow its information content (``tasks.qa.budget``: one per fac
 ``qa.tokens_per_pair`` tokens, capped by ``qa.max_per_chunk``), mix question types, and include questions only a chunk's table,
 chart or picture can answer. Questions name what users know a document by (the report's
 test name and stage from ``headers``, else the document's real title, else the chunk's
-heading), never its file name. A chunk whose generation fails is recorded in
+heading), never its file name. With ``qa.coverage_rules`` a chunk the heuristic rules ask nothing of gets the
+coverage rules' questions (``tasks.qa.rules.coverage``). A chunk whose generation fails is recorded in
 ``qa_failures`` and retried on the next run; the run goes on.
 """
 
@@ -30,6 +31,7 @@ from tasks.qa import budget, handles, rules
 from tasks.qa.doc_kind import document_kind
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review, chunk_bases
+from tasks.qa.rules.coverage import coverage_candidates
 from tasks.stage import run_items
 
 PROVENANCE = {"chunk_id", "doc_id", "source_path", "slide", "page_start", "page_end"}
@@ -246,11 +248,12 @@ async def generate_for_chunk(
 ) -> tuple[list[QaPairRow], QaFailureRow | None]:
     """The pending QA pairs generated for one chunk (seen through ``view``), or a failure row when the reply was unusable."""
     n = pairs_wanted(chunk, settings, view)
+    fallback = coverage_candidates if settings.qa.coverage_rules else (lambda _view, _n: [])
     generation = await generator.generate(
         "generate_qa",
         prompt,
         prompt_variables(view, n),
-        heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n)]},
+        heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n) or fallback(view, n)]},
         output_model=GeneratedPairs,
     )
     if generation.data is None:
