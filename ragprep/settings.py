@@ -217,6 +217,9 @@ class QaSettings(BaseModel):
     model_config = _GROUP
     tokens_per_pair: int = Field(70, ge=10, description="One QA pair per this many chunk tokens ...")
     max_per_chunk: int = Field(15, ge=1, description="... capped at this many per chunk.")
+    coverage_rules: bool = Field(False, description="Heuristic provider: ask the procedure steps and set-up statements of a "
+                                 "regulation's numbered paragraphs (tasks.qa.rules.coverage) for a chunk no other rule asks "
+                                 "of. Off: 0.59-0.61 usable on documents they were not written from (leave one document out).")
     auto_approve: bool = Field(True, description="Pairs without flags are approved without review.")
     duplicate_threshold: float = Field(
         90.0, ge=50, le=100, description="rapidfuzz token_set_ratio at or above which two questions are near-duplicates."

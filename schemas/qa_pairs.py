@@ -60,6 +60,10 @@ class QaPairRow(BaseModel):
     model: str
     prompt: str
     prompt_sha256: str | None = None
+    generator_rule: str | None = Field(
+        None, description="qa: the heuristic generator's rule (source) that made the pair (tasks.qa.rules.source_rule); "
+        "None for a model's pair. With the document kind it is an auto-approval band of the offline critic."
+    )
     critic_grounded: int | None = Field(None, description="judge, 1-5: the answer is correct and fully supported by the chunk.")
     critic_standalone: int | None = Field(None, description="judge, 1-5: the question is understood without the chunk.")
     critic_well_formed: int | None = Field(None, description="judge, 1-5: a grammatical, real question; a complete answer.")

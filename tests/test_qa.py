@@ -60,6 +60,7 @@ def test_pairs_are_answerable_from_their_chunk(built):
         else:
             assert pair["answer"] in chunk["markdown_v0"], pair
         assert pair["provider"] == "heuristic" and pair["prompt"] == "heuristic:generate_qa@ragprep-rules-1"
+        assert pair["generator_rule"].startswith("generate."), pair  # the rule that made it: an auto-approval band
         assert pair["doc_id"] == chunk["doc_id"] and pair["slide"] == chunk["slide"] and pair["page_start"] == chunk["page_start"]
         assert pair["question"].endswith("?")
     assert table(root, "qa_failures") == []

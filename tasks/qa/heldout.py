@@ -11,7 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.qa.calibrate import LABEL_FILES, Labelled, Policy, approve, fit, fit_band_choice, labelled, load_rows, rule_hits
+from tasks.qa.calibrate import (
+    LABEL_FILES,
+    Labelled,
+    Policy,
+    approve,
+    every_pair_counts,
+    fit,
+    fit_band_choice,
+    labelled,
+    load_rows,
+    rule_hits,
+)
 from tasks.qa.judge import band_decides, document_kinds, pair_bands
 
 
@@ -49,11 +60,13 @@ def held_out_coverage(root: Path, items: Sequence[Labelled]) -> HeldOutCoverage:
         if pair.review_decision or ctx.flags or not approve(Labelled(ctx.file_name, False, rule_hits(ctx), None), policy):
             continue
         passed[pair.chunk_id].add(pair.qa_id)
-        band = pair_bands({"doc_kind": ctx.doc_kind, "question_type": pair.question_type})
-        if band_decides(band, bands, failing) is not None:
+        band = pair_bands({"doc_kind": ctx.doc_kind, "question_type": pair.question_type, "generator_rule": pair.generator_rule})
+        deciding = band_decides(band, bands, failing)
+        if deciding is not None:
             auto[pair.chunk_id].add(pair.qa_id)
             auto_pairs.append({"qa_id": pair.qa_id, "file_name": ctx.file_name, "doc_kind": ctx.doc_kind,
-                               "band": band[-1], "chunk_title": ctx.chunk_title, "question": pair.question, "answer": pair.answer,
+                               "band": deciding, "generator_rule": pair.generator_rule, "chunk_title": ctx.chunk_title,
+                               "question": pair.question, "answer": pair.answer,
                                "page": pair.page_start, "chunk_markdown": ctx.chunk_markdown})
     out: dict[str, dict] = {}
     names = {d.doc_id: d.file_name or Path(d.path).name for d in documents}
@@ -100,8 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--labels", nargs="*", default=list(LABEL_FILES), help="labelled JSON-lines files")
     parser.add_argument("--auto-pairs", type=Path, help="write the held-out auto-approved pairs (JSON lines) here, "
                         "for a hand read")
+    parser.add_argument("--bands-on", choices=("asked", "all"), default="asked", help="which labelled pairs the bands "
+                        "are measured on (python -m tasks.qa.calibrate --help)")
     args = parser.parse_args(argv)
-    got = held_out_coverage(args.root, labelled(load_rows(args.labels)))
+    items = labelled(load_rows(args.labels))
+    got = held_out_coverage(args.root, every_pair_counts(items) if args.bands_on == "all" else items)
     print(render_coverage(got))
     if args.auto_pairs:
         args.auto_pairs.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in got.auto_pairs),

@@ -18,8 +18,8 @@ hand-labelled ``tests/data/qa_calibration.jsonl``); its rows say ``provider=heur
 
 The judge writes the ``critic_*`` columns and a ``low_quality:<criterion>`` flag (with its
 reason) per failing criterion. Only usable pairs without any flag are auto-approved (when
-``settings.qa.auto_approve``), and with the offline critic only those of the bands (question types) whose
-document-grouped CV precision reaches ``settings.qa.auto_approve_min_precision`` (``critic_policy.json``:
+``settings.qa.auto_approve``), and with the offline critic only those of the bands (document kind, question type,
+generator rule) whose document-grouped CV precision reaches ``settings.qa.auto_approve_min_precision`` (``critic_policy.json``:
 ``auto_approve``; ``offline_precision_short`` gives the reason otherwise); the rest wait for review, and experts'
 decisions always win.
 """
@@ -192,21 +192,21 @@ def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settin
 
 
 def band_of(row: dict) -> str:
-    """The question-type part of a pair's auto-approval band (the generator rule family a stored pair carries:
-    ``qa_pairs`` has no generator-rule column, so calibration and the judge both use this); ``pair_bands`` adds the
-    document kind. ``row``: a labelled row, or a pair's ``{"question_type": ...}``."""
+    """The question-type part of a pair's auto-approval band; ``pair_bands`` adds the document kind and the generator
+    rule. ``row``: a labelled row, or a pair's ``{"question_type": ...}``."""
     return str(row.get("question_type") or "unknown")
 
 
 def pair_bands(row: dict) -> tuple[str, ...]:
-    """The auto-approval bands of a pair (``tasks.qa.doc_kind.bands_of``): its document's detected kind, and that
-    kind with its question type. ``row``: a labelled row or a pair's ``{"doc_kind": ..., "question_type": ...}``."""
-    return bands_of(str(row.get("doc_kind") or "other"), band_of(row))
+    """The auto-approval bands of a pair (``tasks.qa.doc_kind.bands_of``), widest first: its document's detected kind,
+    that kind with its question type, and that kind with its generator rule when known. ``row``: a labelled row or a
+    pair's ``{"doc_kind": ..., "question_type": ..., "generator_rule": ...}``."""
+    return bands_of(str(row.get("doc_kind") or "other"), band_of(row), row.get("generator_rule"))
 
 
 def band_decides(bands: Sequence[str], chosen: Iterable[str], failing: Iterable[str] = ()) -> str | None:
-    """The band that lets a pair be auto-approved, or None: the most specific of ``bands`` (kind/question type before
-    the kind) that was measured decides: chosen, it approves; measured on enough pairs and failed (``failing``), it
+    """The band that lets a pair be auto-approved, or None: the most specific of ``bands`` (kind/generator rule, then
+    kind/question type, then the kind) that was measured decides: chosen, it approves; measured on enough pairs and failed (``failing``), it
     vetoes the wider band ('other' does not approve the 'other/numeric' pairs that missed the bar on their own)."""
     chosen, failing = set(chosen), set(failing)
     for band in reversed(tuple(bands)):
@@ -221,7 +221,7 @@ def _no_band_reason(auto: dict, measured: float | None, bar: float) -> str:
     """Why no pair is auto-approved, with the best band's held-out figures when no band qualified."""
     if not auto.get("bands") and auto.get("band_cv"):
         name, best = max(auto["band_cv"].items(), key=lambda kv: kv[1].get("precision") or 0.0)
-        return (f"no band (document kind, or kind/question type) reaches a document-grouped CV precision of {bar:.2f} with enough evidence "
+        return (f"no band (document kind, kind/question type or kind/generator rule) reaches a document-grouped CV precision of {bar:.2f} with enough evidence "
                 f"(best: {name} {best['precision']:.2f} on {best['approved']} held-out pairs, 95% lower bound "
                 f"{best.get('lower_bound', 0.0):.2f})")
     shown = "none" if measured is None else f"{measured:.2f}"
@@ -278,7 +278,8 @@ def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, st
         update |= {f"critic_{c}": s for c, s in scores.scores().items()}
         update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
     approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
-    below = offline_precision_short(provider, settings, pair_bands({"doc_kind": doc_kind, "question_type": pair.question_type}))
+    below = offline_precision_short(provider, settings, pair_bands({"doc_kind": doc_kind, "question_type": pair.question_type,
+                                                                    "generator_rule": pair.generator_rule}))
     if approved and below:
         approved = False
         update["critic_reasons"] = [*update.get("critic_reasons", []), below]

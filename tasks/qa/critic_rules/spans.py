@@ -310,7 +310,9 @@ def several_values(ctx: PairContext) -> list[Signal]:
 
 _STOP = frozenset("the a an of to in on at by for with and or is are was were what which does do did specify specifies "
                   "according paragraph section document".split())
-_LEAD_IN_RE = re.compile(r"(?:the\s+following(?:\s+[\w-]+){0,5}|as\s+follows|below)\s*[.:;]?\s*$", re.IGNORECASE)
+_LEAD_IN_RE = re.compile(r"(?:the\s+following(?:\s+[\w-]+){0,5}|as\s+follows)\s*[.:;]?\s*$", re.IGNORECASE)
+"""Not a bare '... below.': 'shall make one dynamic test ... according to the method described below.' states its
+requirement before pointing on (a labelled usable UN R95 pair), and a pointer to a paragraph below is pointer_only's."""
 
 
 @rule("critic.answer.lead_in", "critic", "the answer",

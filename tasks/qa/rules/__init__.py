@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from tasks.qa.rules.facts import (
     _AFTER_VERB,
@@ -215,7 +216,9 @@ def generate(view: ChunkView, n: int) -> list[Candidate]:
     from tasks.qa.rules.sections import section_views
 
     sources = (*CRITERIA_SOURCES, *REQUIREMENT_SOURCES, *PROVISION_SOURCES, *OPINION_SOURCES, *SOURCES)
-    queues = [list(_round_robin([[c for c in source(part) if _well_formed(c)] for source in sources]))
+    names = [source_rule(source) for source in sources]
+    queues = [list(_round_robin([[replace(c, rule=name) for c in source(part) if _well_formed(c)]
+                                 for source, name in zip(sources, names)]))
               for part in section_views(view)]
     out: list[Candidate] = []
     seen: set[str] = set()
@@ -228,6 +231,17 @@ def generate(view: ChunkView, n: int) -> list[Candidate]:
             seen.update({candidate.question, answer} - {""})
             out.append(candidate)
     return out
+
+
+def source_rule(source) -> str:
+    """The generator rule name of a question source: its registered rule (``generate.provision.requirement``), else
+    ``generate.source.<function name>`` (the older sources of this module, not in the registry by name)."""
+    from tasks.qa.registry import RULES
+
+    for item in RULES.values():
+        if item.kind == "generate" and item.check is source:
+            return item.name
+    return f"generate.source.{source.__name__.lstrip('_')}"
 
 
 MIN_TWIN_ANSWER_CHARS = 40

@@ -27,7 +27,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tasks.qa.registry import rule
-from tasks.qa.rules.pointers import after_list, attributive, bound_lost, not_its_own, reference_line
+from tasks.qa.rules.pointers import (
+    after_list,
+    attributive,
+    bound_lost,
+    condition_threshold,
+    not_its_own,
+    pointer_definition,
+    reference_line,
+    relative_condition,
+    value_kind_gate,
+)
 from tasks.qa.rules.sections import orphan_items
 from tasks.qa.rules.subjects import _NOUN_RE, question_for, value_subject
 from tasks.qa.rules.text import (
@@ -37,6 +47,7 @@ from tasks.qa.rules.text import (
     _lower_first,
     _section_ok,
     doc_phrase,
+    garbled,
     josa,
     sentences,
     where,
@@ -307,12 +318,6 @@ _WORD_VALUE_RE = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty)\s+"
     r"(?P<time>seconds?|minutes?|hours?)\b|\b(?:one|two|three|four|five|ten)\s+(?P<distance>millimet(?:er|re)s?|met(?:er|re)s?)\b",
     re.IGNORECASE)
-_GARBLED_RE = re.compile(r"\d\s?°?C?\s\+\s?\d|\b[a-z]{2,}-\s(?!(?:and|or|to|nor|as|through)\b)[a-z]{2,}"
-                         r"|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
-                         r"|\d\s?°\s{2,}\d")
-"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C", "-10 °C + 1 °C" (± read as +), "al- cohol" (a
-line-break hyphen left in a word; "front- and rear-facing" is none), "15°  10°" (the ± lost), "kN/mP2P" (a
-superscript), "vehicles10", "Regulation11" (a footnote mark glued to a word)."""
 _NEGATION_RE = re.compile(r"\bnot\b[^.;]{0,40}$")
 
 
@@ -330,13 +335,6 @@ _DIFFERENCE_AFTER_RE = re.compile(r"\s+(?:greater|more|less|higher|lower|heavier
                                   r"\s+than\b|\s+(?:over|under)\s+(?:the|its)\b|\s+(?:different|differ(?:s|ing)?)\s+from\b")
 """After a value: it is a difference ("175-250 kg greater than the measured curb weight"), not the quantity itself."""
 _RESPECTIVELY_RE = re.compile(r"[^.;]{0,80}\brespectively\b")
-
-
-def garbled(answer: str) -> bool:
-    """True when the answer carries an extraction artefact (``_GARBLED_RE``), or words whose letters the PDF font lost
-    ("behind the d ive ’s se t" for "driver's seat": two or more stray single letters): not grounded as written."""
-    stray = re.findall(r"(?:^|(?<=\s))(?<!\d\s)[b-w](?=\s|’|$)", answer)  # not "a", the axes x-z, nor a unit "100 g"
-    return bool(_GARBLED_RE.search(answer)) or len(stray) >= 2
 
 
 def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
@@ -361,7 +359,8 @@ def _values(text: str) -> list[tuple[str, str, str, bool, str]]:
             noun_text = f"percentage of {share_of.group('np')}"  # ("20 percent of the vehicles" names no subject)
         askable = askable and not _DIFFERENCE_AFTER_RE.match(text[match.end():])
         attributed = attributive(text[match.end():]) and not _NOUN_AFTER_RE.match(text[match.end():])
-        if askable and (bound_lost(text[:match.start()]) or attributed):
+        if askable and (bound_lost(text[:match.start()]) or attributed
+                        or condition_threshold(text[max(0, match.start() - 300):match.start()], match.group("qualifier") or "")):
             askable = None  # a fact (counted in the budget), but its bound or its owner is not read: not asked
         subject = value_subject(text[:match.start()])
         out.append((noun_text, _kind(match), span, askable, subject))
@@ -388,6 +387,8 @@ def _verbatim(answer: str, markdown: str) -> str:
 def value_candidates(view: ChunkView) -> Iterator[Candidate]:
     """One question per quantity a provision states unambiguously, naming paragraph, title and document."""
     if view.language != "en" or not doc_phrase(view):
+        return
+    if value_kind_gate(view):
         return
     units = [(_reference(view, unit), unit.text) for unit in provision_units(view)]
     if not units and _section_ok(view) and not orphan_items(view.markdown):  # unnumbered prose: named by its heading
@@ -475,7 +476,7 @@ def definition_candidates(view: ChunkView) -> Iterator[Candidate]:
         term = found.group("term").strip()
         reference = f"paragraph {unit.number} of {annex_of(view) + ' to ' if annex_of(view) else ''}{doc_phrase(view)}"
         answer = _verbatim(unit.text.rstrip(), view.markdown)
-        if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")):
+        if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")) or pointer_definition(answer):
             continue  # not a complete sentence, or the definition goes on in a list the unit does not hold
         yield Candidate(f'According to {reference}, what does "{term}" mean?', answer, "definitional", "text")
 
@@ -550,7 +551,8 @@ def _conditional_question(sentence: str, place: str, context: str) -> tuple[str,
     if re.search(r"\b(?:above|below|paragraphs?|this|these|it|they)\b", found.group("condition"), re.IGNORECASE):
         return None  # the condition points elsewhere ("if the test in paragraph 7.2 above ...")
     pointer = re.search(r"\b(?:above|below|following)\b", f"{found.group('subject')} {found.group('rest')}")
-    deictic = introduced_in_condition(found.group("condition"), found.group("rest"))
+    condition = found.group("condition")
+    deictic = introduced_in_condition(condition, found.group("rest")) or relative_condition(condition)
     if len(found.group("condition").split()) < 4 or pointer or deictic:
         return None  # an elliptic condition ("If adjustable"), or a main clause that points elsewhere
     subject = _lower_first(found.group("subject"), context)

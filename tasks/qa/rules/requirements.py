@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 from tasks.qa.handles import clean_name
 from tasks.qa.registry import rule
-from tasks.qa.rules.provisions import _GARBLED_RE, annex_of
+from tasks.qa.rules.provisions import annex_of
 from tasks.qa.rules.sections import orphan_items
-from tasks.qa.rules.text import Candidate, ChunkView, _lower_first, doc_phrase, paragraphs, sentences, where
+from tasks.qa.rules.text import _GARBLED_RE, Candidate, ChunkView, _lower_first, doc_phrase, paragraphs, sentences, where
 
 _NUMBER = r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|°|[a-zA-Zµ/²]{1,6}\b)?"
 _LIMIT_RE = re.compile(

@@ -73,6 +73,8 @@ def value_subject(before: str) -> str:
         return _shortened(found, clause)  # "the lumbar spine attaches to ...": the last word is the verb
     if words[0] in _NOT_A_SUBJECT or words[-1] in _NOT_A_SUBJECT or any(w.isdigit() for w in words):
         return ""
+    if subject_identifier(clause[found.end():]):
+        return ""
     if re.match(r"\s+(?:and|or)\s", clause[found.end():]) and not found.group("of"):
         return ""  # "The front and rear track width of the trolley": the phrase is cut at its coordination
     if _PARTICIPLE_END_RE.search(found.group("np")):
@@ -81,6 +83,18 @@ def value_subject(before: str) -> str:
     if re.search(r"\w- \w", np):
         return ""  # a word broken at a line end ("the rear- ward edge"): not a name to ask by
     return _predicated(f"{found.group('det').lower()} {np}", clause[found.end():])
+
+
+_IDENTIFIER_AFTER_RE = re.compile(r"\s+(?:\d+[a-z]?|[A-Z]\d*)(?:\s*(?:,|and|or|to|-|–)\s*(?:\d+[a-z]?|[A-Z]\d*))*(?=[\s,.;)]|$)")
+
+
+@rule("generate.value.subject_identifier", "generate", "the words right after a value's subject",
+      "the subject's noun goes on with its number or letter ('the dissipated energy against block 2', 'blocks 5 and 6', "
+      "'point P'): the subject phrase stops before that identifier, so a question on it ('... for the dissipated energy "
+      "against block?') cannot say which one; not asked")
+def subject_identifier(after: str) -> bool:
+    """True when the text after the subject phrase starts with the identifier of its last noun ("2", "5 and 6", "P")."""
+    return bool(_IDENTIFIER_AFTER_RE.match(after))
 
 
 _PARTICIPLE_END_RE = re.compile(r"\s(?!(?:speed|sled|bed|feed|need|seed|shed|red|bled)\b)[a-z]{3,}ed$")

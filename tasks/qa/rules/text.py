@@ -17,6 +17,8 @@ class Candidate:
     target_modality: str
     evidence_element_id: str | None = None
     """The table, chart or picture a modality question is about."""
+    rule: str = ""
+    """The generator rule (source) that made it (``tasks.qa.rules.source_rule``), set by ``generate``."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class Handle:
     """A meeting's date: a recurring meeting is named by its title and date."""
     running_heads: frozenset[str] = frozenset()
     """The document's page running heads (normalised): never a section's name."""
+    doc_kind: str = ""
+    """The document's kind read off all its chunks (``tasks.qa.doc_kind``: regulation, protocol, report, ...): some
+    rules do not emit in some kinds (``generate.value.kind_gate``); '' when unknown."""
 
 
 @dataclass(frozen=True)
@@ -366,3 +371,18 @@ def _capitalise(question: str) -> str:
     return question[:1].upper() + question[1:]
 
 
+# --- extraction artefacts ------------------------------------------------------------------------
+
+_GARBLED_RE = re.compile(r"\d\s?°?C?\s\+\s?\d|\b[a-z]{2,}-\s(?!(?:and|or|to|nor|as|through)\b)[a-z]{2,}"
+                         r"|(?<=[a-z\d])P\d+P?\b|\b[A-Za-z]?[a-z]{3,}\d{1,2}\b|\d\s?(?:g|mm|kN|N|ms)\d\b"
+                         r"|\d\s?°\s{2,}\d")
+"""An extraction artefact in an answer: "20 + 5 °C", "-10° + 1 °C", "-10 °C + 1 °C" (± read as +), "al- cohol" (a
+line-break hyphen left in a word; "front- and rear-facing" is none), "15°  10°" (the ± lost), "kN/mP2P" (a
+superscript), "vehicles10", "Regulation11" (a footnote mark glued to a word)."""
+
+
+def garbled(answer: str) -> bool:
+    """True when the answer carries an extraction artefact (``_GARBLED_RE``), or words whose letters the PDF font lost
+    ("behind the d ive ’s se t" for "driver's seat": two or more stray single letters): not grounded as written."""
+    stray = re.findall(r"(?:^|(?<=\s))(?<!\d\s)[b-w](?=\s|’|$)", answer)  # not "a", the axes x-z, nor a unit "100 g"
+    return bool(_GARBLED_RE.search(answer)) or len(stray) >= 2
