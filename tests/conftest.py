@@ -3,6 +3,7 @@ extraction per (file, OCR on/off) per session so the many content assertions sta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -33,7 +34,7 @@ SLOW_FIXTURES = {
     "mm_root": "four documents ingested with OCR, through QA, judge, quotes and negatives (test_quotes.py)",
     "real": "sample_docs/ and the whole corpus through headers and QA (test_qa_rules.py)",
     "pool": "sample_docs/ and the whole corpus ingested for reference matching (test_refmatch.py)",
-    "evaluated": "the reference-matching evaluation: every sentence and chunk window of 50 items embedded (test_refmatch.py)",
+    "evaluated": "the reference-matching evaluation: every sentence and chunk window of 35 items embedded (test_refmatch.py)",
 }
 """Expensive set-ups: a test that needs one of these (itself or through another fixture) is ``slow``, so it runs in
 ``make test`` and not in ``make test-fast``. Tests that are slow on their own carry ``@pytest.mark.slow``."""
@@ -67,8 +68,8 @@ collection warns about one that is missing (the run would then happen once more,
 
 HEAVY_FIRST = (
     "demo_run",  # about 160 s of tests on a fresh 2-core machine (three workers)
-    "test_refmatch",  # 150 s: the evaluation set's embedding
     "pipeline_run",  # 115 s
+    "test_refmatch",  # about 110 s since the evaluation set has 15 English items (150 s with 30): its embedding
     "test_serve_supervision",  # 95 s
     "test_service",  # 90 s
     "test_quotes",  # 80 s
@@ -283,19 +284,132 @@ def version_root(pipeline_run):
 
 
 @pytest.fixture(scope="session")
-def prefect_server():
-    """A real Prefect API server on loopback for the whole session (SQLite in a temp dir)."""
-    import os
-
+def prefect_server(tmp_path_factory):
+    """A real Prefect API server on loopback (SQLite in a temp dir): under pytest-xdist one for the whole run, shared by
+    the workers (:func:`shared_prefect_server`), else ``prefect_test_harness``'s for the session."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     from prefect.settings import PREFECT_API_URL
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        with shared_prefect_server(shared_basetemp(tmp_path_factory) / "prefect-server") as url:
+            assert PREFECT_API_URL.value() == url
+            yield url
+        return
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
         url = PREFECT_API_URL.value()
         assert url and ("127.0.0.1" in url or "localhost" in url), url
         yield url
+
+
+@contextlib.contextmanager
+def shared_prefect_server(folder: Path):
+    """The run's one Prefect API server, shared by the pytest-xdist workers: the first worker to need it starts it
+    (uvicorn on a free loopback port, SQLite under ``folder``, as ``prefect_test_harness`` starts its own), each
+    worker points its Prefect settings at it while it runs, and the last worker done with it stops it (a later one
+    would start it again). One server instead of one per worker: each costs about 12 CPU s to start and keeps
+    polling while the tests run. Yields the API URL."""
+    import json
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from filelock import FileLock
+    from prefect.context import _temporary_global_settings_context, get_settings_context
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    folder.mkdir(parents=True, exist_ok=True)
+    state_file, lock = folder / "state.json", FileLock(str(folder / "state.lock"))
+
+    def healthy(url: str) -> bool:
+        try:
+            return httpx.get(f"{url}/health", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    with lock:
+        state = json.loads(state_file.read_text()) if state_file.exists() else None
+        if state is None or not healthy(state["url"]):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+                   "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{folder / 'prefect.db'}"}
+            env.pop("PREFECT_API_URL", None)
+            with open(folder / "server.log", "ab") as log:
+                log.write(f"started by {os.environ['PYTEST_XDIST_WORKER']} on port {port}\n".encode())
+                log.flush()
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app", "--host",
+                     "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"],
+                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            state = {"url": f"http://127.0.0.1:{port}/api", "pid": proc.pid, "users": 0}
+            deadline = time.monotonic() + 120
+            while not healthy(state["url"]):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    proc.kill()
+                    raise RuntimeError(f"the shared Prefect server did not start: see {folder / 'server.log'}")
+                time.sleep(0.2)
+        state["users"] += 1
+        state_file.write_text(json.dumps(state))
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: state["url"]}):
+            with _temporary_global_settings_context(get_settings_context()):
+                yield state["url"]
+                _drain_prefect_workers()
+    finally:
+        with lock:
+            state = json.loads(state_file.read_text())
+            state["users"] -= 1
+            if state["users"] > 0:
+                state_file.write_text(json.dumps(state))
+            else:
+                state_file.unlink()
+                with contextlib.suppress(OSError), open(folder / "server.log", "a") as log:  # what it cost (Linux)
+                    ticks = Path(f"/proc/{state['pid']}/stat").read_text().rsplit(")", 1)[1].split()[11:13]
+                    log.write(f"stopped by {os.environ['PYTEST_XDIST_WORKER']}: {sum(map(int, ticks)) / os.sysconf('SC_CLK_TCK'):.1f} CPU s\n")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(state["pid"], signal.SIGTERM)  # its own session: the group is the server
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session) -> None:
+    """On the pytest-xdist controller: stop the shared Prefect server if a worker that died left it running."""
+    import json
+    import signal
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if hasattr(session.config, "workerinput") or factory is None or factory._basetemp is None:
+        return
+    state_file = factory.getbasetemp() / "prefect-server" / "state.json"
+    if state_file.exists():
+        with contextlib.suppress(ProcessLookupError, ValueError, KeyError):
+            os.killpg(json.loads(state_file.read_text())["pid"], signal.SIGTERM)
+
+
+def _drain_prefect_workers() -> None:
+    """Send the logs and events this process still holds to the server before it may stop (as the harness does)."""
+    import inspect
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def drain() -> None:
+        for call in (APILogWorker.instance().drain, EventsWorker.drain_all):
+            try:
+                result = call()
+            except RuntimeError:  # a worker that never started
+                continue
+            if inspect.isawaitable(result):
+                await result
+
+    run_coro_as_sync(drain())
 
 
 @pytest.fixture(autouse=True, scope="session")
