@@ -24,8 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from tasks.qa.backfill import RULES_FILE, backfill, rule_of, still_asked, stored_rules, write_rules
-from tasks.qa.backfill import summary as backfill_summary
+from tasks.qa.backfill import RULES_FILE, backfill, rule_of, still_asked, stored_rules, summary, write_rules
 from tasks.qa.critic_rules import signals
 from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
 from tasks.qa.doc_kind import document_kind
@@ -565,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.backfill_root:
         lines = backfill(load_rows(args.files), args.backfill_root)
         write_rules(lines)
-        print(backfill_summary(lines))
+        print(summary(lines))
     if args.corpus_root:
         _store_corpus_figures(args.files, args.corpus_root, args.embed)
     if args.kinds_root:
