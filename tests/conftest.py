@@ -412,43 +412,6 @@ def _drain_prefect_workers() -> None:
     run_coro_as_sync(drain())
 
 
-PRIVATE_EMBEDDINGS_MODULES = {
-    "test_embedder": "counts what the model embeds into a fresh cache",
-    "test_index": "counts passages embedded and reused per index build, and checks the cache file's place",
-    "test_quotes": "reads mm_root's own cache and counts what a set embeds",
-    "test_reruns": "a no-change rerun embeds nothing (the first run must embed, into the root's own cache)",
-    "test_scaleout": "counts what the pool's workers embed into a fresh cache",
-    "test_state_faults": "damages a cache file and counts the recomputation",
-}
-"""Modules (by file stem) whose embeddings stay in each root's own ``cache/embeddings``: they count embeddings or read
-the cache file, which a cache shared with the rest of the run would make meaningless."""
-
-
-@pytest.fixture(autouse=True, scope="session")
-def shared_embeddings_cache(tmp_path_factory):
-    """One embeddings cache for the whole run (``RAGPREP_EMBEDDINGS_CACHE``, the ``embeddings_cache`` setting; under
-    pytest-xdist one for all workers, next to the shared Prefect server's folder; new each run): the pipeline runs of
-    different tests over the same documents embed each quote, question and chunk once per run instead of once per
-    root. The vectors are the model's, whoever embedded them first; ``PRIVATE_EMBEDDINGS_MODULES`` keep their own.
-    Set in the environment, so the CLI processes, ``ragprep serve`` and its flow runs use it too (the demo run is a
-    fresh machine: its environment has no ``RAGPREP_*`` variable)."""
-    folder = shared_basetemp(tmp_path_factory) / "embeddings-cache"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RAGPREP_EMBEDDINGS_CACHE", str(folder))
-        yield folder
-
-
-@pytest.fixture(autouse=True, scope="module")
-def private_embeddings_cache(request, shared_embeddings_cache):
-    """For the tests of a module in ``PRIVATE_EMBEDDINGS_MODULES``, no shared embeddings cache (each root its own)."""
-    if Path(str(request.node.path)).stem not in PRIVATE_EMBEDDINGS_MODULES:
-        yield
-        return
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("RAGPREP_EMBEDDINGS_CACHE", raising=False)
-        yield
-
-
 @pytest.fixture(autouse=True, scope="session")
 def auto_approval_gate_off():
     """Pipeline tests run with the offline critic's auto-approval gate off (``qa.auto_approve_min_precision`` 0,
