@@ -42,7 +42,9 @@ class QaPairRow(BaseModel):
     source_path: str
     slide: SlideNumber = None
     page_start: FirstPage = Field(None, description="First page the pair cites: where its answer is (see page_source).")
-    page_end: LastPage = Field(None, description="Last page the pair cites (its answer runs over a page break when > page_start).")
+    page_end: LastPage = Field(
+        None, description="Last page the pair cites (its answer runs over a page break, or its table goes on, when > page_start)."
+    )
     question: str = Field(description="Final question (the reviewer's edit when there is one).")
     answer: str = Field(description="Final answer (the reviewer's edit when there is one).")
     generated_question: str
