@@ -120,3 +120,11 @@ def test_a_run_cites_answer_pages_for_pdf_pairs_and_keeps_slides(ingest_copy, tm
 def test_an_answer_too_short_to_locate_falls_back_to_the_chunk(answer):
     chunk = ChunkRow.model_construct(chunk_id="c", element_ids=[], slide=None, page_start=3, page_end=4)
     assert pages.cite(pages.chunk_pages(chunk, {}), "q?", answer, None)["page_source"] == "chunk"
+
+
+def test_the_review_page_says_when_the_answer_was_not_located():
+    from tasks.qa.review_page import unit_text
+
+    assert unit_text({"page_start": 5, "page_end": 5, "page_source": "answer"}, None) == "page 5"
+    assert unit_text({"page_start": 3, "page_end": 5, "page_source": "chunk"}, None) == "pages 3\u20135 (the chunk's; answer not located)"
+    assert unit_text({"slide": 2, "page_source": "chunk"}, None) == "slide 2"
