@@ -98,3 +98,12 @@ def test_the_template_criteria_still_reject_what_they_were_for():
     echo = replace(named, question='What explains the statement "The masses of the main dummy components"?',
                    answer="The masses of the main dummy components are presented in table 2 of this annex.")
     assert below_three("critic.template.well_formed", echo)
+
+
+def test_line_break_hyphen_is_a_word_split_at_a_line_end():
+    name = "critic.answer.line_break_hyphen"
+    assert fires(name, labelled("What does paragraph S5.7 (Alcohol fuel vehicles) of FMVSS No. 301 require?", "Each vehicle"))
+    assert fires(name, labelled("What does section 2.1.4.1(c) (Requirement 4) of the \"CP 008-1", "Size markings"))
+    # a hyphen of a compound ('two- and three-point') and the whole word are left alone
+    assert not fires(name, labelled("What does section 2.1.4.1(c) (Requirement 4) of the \"CP 008-1", "The location"))
+    assert not fires(name, labelled("What does paragraph 2.2.1 (Head) of Annex 6 to UN Regulation No. 95 specify?"))

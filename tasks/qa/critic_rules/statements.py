@@ -8,7 +8,9 @@ Two classes recur across documents (leave-one-document-out misses of the calibra
   readily computed by using the consistency requirements (3.2)'): the pointer rules of ``conditions`` and ``spans`` read
   requirement predicates ('shall comply with ...'), not these descriptive and imperative forms;
 - **dangling participle**: a value question whose subject is cut down to a participle ('... specify for the force
-  required?', '... for the moving barrier assemblies specified?'): what the value is of is lost.
+  required?', '... for the moving barrier assemblies specified?'): what the value is of is lost;
+- **line-break hyphen**: the answer keeps a word split at a line end ('an al- cohol fuel') or starts in the middle of
+  one ('Size markings' where the chunk has 'i-' at the end of the line before): layout debris in the answer.
 
 Every rule is registered in ``tasks.qa.registry`` and counted only when document-grouped cross-validation keeps it
 (``tasks.qa.calibrate``).
@@ -70,5 +72,24 @@ def dangling_participle(ctx: PairContext) -> list[Signal]:
     return [Signal("well_formed", 2, f"the subject ends in a bare participle ('{found.group(0)}')")] if found else []
 
 
-STATEMENT_RULES = (pointer_statement, dangling_participle)
+_SPLIT_WORD_RE = re.compile(r"\b[a-z]{1,8}- (?!and\b|or\b|to\b|nor\b)[a-z]{2,}\b")
+_LINE_END_HYPHEN_RE = re.compile(r"[A-Za-z]-[ \t]*\n?[ \t]*$")
+
+
+@rule("critic.answer.line_break_hyphen", "critic", "the answer and the chunk text just before it",
+      "a word split at a line end is kept in the answer ('an al- cohol fuel'), or the answer starts right after such a "
+      "split ('Size markings ...' where the chunk reads 'i-' at the end of the line before)", "well_formed")
+def line_break_hyphen(ctx: PairContext) -> list[Signal]:
+    """'Each vehicle manufactured to operate on an al- cohol fuel ...'."""
+    found = _SPLIT_WORD_RE.search(ctx.answer)
+    if found:
+        return [Signal("well_formed", 2, f"a word split at a line end ('{found.group(0)}')")]
+    answer = ctx.answer.strip()
+    at = ctx.chunk_markdown.find(answer[:40]) if len(answer) >= 10 else -1
+    if at > 1 and _LINE_END_HYPHEN_RE.search(ctx.chunk_markdown[max(0, at - 6):at]):
+        return [Signal("well_formed", 2, "the answer starts in the middle of a word split at a line end")]
+    return []
+
+
+STATEMENT_RULES = (pointer_statement, dangling_participle, line_break_hyphen)
 """The rules of this module, in the order their reasons are listed."""
