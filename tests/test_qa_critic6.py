@@ -107,3 +107,14 @@ def test_line_break_hyphen_is_a_word_split_at_a_line_end():
     # a hyphen of a compound ('two- and three-point') and the whole word are left alone
     assert not fires(name, labelled("What does section 2.1.4.1(c) (Requirement 4) of the \"CP 008-1", "The location"))
     assert not fires(name, labelled("What does paragraph 2.2.1 (Head) of Annex 6 to UN Regulation No. 95 specify?"))
+
+
+def test_quantity_noun_is_a_value_the_chunk_names_as_another_quantity():
+    name = "critic.answer.quantity_noun"
+    assert fires(name, labelled("What mass does paragraph S12.1.2(a) of FMVSS No. 214 specify?"))  # a push force in lb
+    assert fires(name, labelled("What distance does section 2.3.1 (Q6 Dummy) of the \"CP 008-1"))  # a stature
+    assert fires(name, labelled("What angle does the \"Infant motion analytics in real time\" section"))  # degrees of freedom
+    # the same question forms on values the chunk gives as what is asked (labelled usable)
+    assert not fires(name, labelled("What force does paragraph S12.1.1(a) of FMVSS No. 214 specify?"))
+    assert not fires(name, labelled("What distance does paragraph S10.4(b) of FMVSS No. 201 specify?"))
+    assert not fires(name, labelled("What angle does paragraph S12.1.3(b)(2) of FMVSS No. 214 specify?"))

@@ -9,6 +9,9 @@ Two classes recur across documents (leave-one-document-out misses of the calibra
   requirement predicates ('shall comply with ...'), not these descriptive and imperative forms;
 - **dangling participle**: a value question whose subject is cut down to a participle ('... specify for the force
   required?', '... for the moving barrier assemblies specified?'): what the value is of is lost;
+- **quantity noun**: a value question names a quantity ('What distance ...', 'What mass ...') and the chunk names the
+  value as another one just before or after it (a stature of 125cm, a force of 66.7-89.0 N (15-20 lb), 3 mm thick, 3
+  degrees of freedom): the question asks the wrong quantity;
 - **line-break hyphen**: the answer keeps a word split at a line end ('an al- cohol fuel') or starts in the middle of
   one ('Size markings' where the chunk has 'i-' at the end of the line before): layout debris in the answer.
 
@@ -91,5 +94,39 @@ def line_break_hyphen(ctx: PairContext) -> list[Signal]:
     return []
 
 
-STATEMENT_RULES = (pointer_statement, dangling_participle, line_break_hyphen)
+_ASKED_QUANTITY_RE = re.compile(r"^What\s+(distance|length|height|width|mass|weight|angle)\s+does\b", re.IGNORECASE)
+_OTHER_QUANTITY_BEFORE = {
+    "distance": r"stature|thickness|radius|radii|diameter", "length": r"stature|thickness|radius|diameter",
+    "height": r"stature|thickness|radius|diameter", "width": r"stature|thickness|radius|diameter",
+    "mass": r"force|push|pull|load|pressure", "weight": r"force|push|pull|pressure", "angle": r"(?!)",
+}
+_OTHER_QUANTITY_AFTER = {"distance": r"thick\b|in\s+thickness", "angle": r"(?:degrees?\s+)?of\s+freedom"}
+_BOUND_PREFIX_RE = re.compile(r"^(?:up\s+to|at\s+(?:least|most)|not\s+(?:more|less)\s+than|within|a\s+(?:maximum|minimum)\s+of)\s+",
+                              re.IGNORECASE)
+QUANTITY_WINDOW = 45
+"""How many characters before the value the chunk's noun for it is looked for."""
+
+
+@rule("critic.answer.quantity_noun", "critic", "a value question ('What distance/mass/angle does ...') and the chunk "
+      "around every occurrence of its value", "the chunk names the value as another quantity just before or after it "
+      "('a stature of 125cm' asked as a distance, 'a force of 66.7-89.0 N (15-20 lb)' asked as a mass, '3 mm thick' asked "
+      "as a distance, '3 degrees of freedom' asked as an angle)", "grounded")
+def quantity_noun(ctx: PairContext) -> list[Signal]:
+    """'What distance does section 2.3.1 (Q6 Dummy) specify?' -> '125cm' (the dummy's stature)."""
+    asked = _ASKED_QUANTITY_RE.search(ctx.question)
+    value = _BOUND_PREFIX_RE.sub("", ctx.answer.strip())[:10]
+    if not asked or not re.search(r"\d", value):
+        return []
+    kind = asked.group(1).casefold()
+    before = re.compile(r"\b(?:" + _OTHER_QUANTITY_BEFORE[kind] + r")\b", re.IGNORECASE)
+    after = re.compile(r"^\s*(?:" + _OTHER_QUANTITY_AFTER.get(kind, "(?!)") + ")", re.IGNORECASE)
+    markdown = ctx.chunk_markdown
+    starts = [m.start() for m in re.finditer(re.escape(value), markdown)]
+    if starts and all(before.search(markdown[max(0, i - QUANTITY_WINDOW):i])
+                      or after.search(markdown[i + len(ctx.answer.strip()):i + len(ctx.answer.strip()) + 25]) for i in starts):
+        return [Signal("grounded", 2, f"the chunk gives '{value}' as another quantity than the {kind} asked")]
+    return []
+
+
+STATEMENT_RULES = (pointer_statement, dangling_participle, line_break_hyphen, quantity_noun)
 """The rules of this module, in the order their reasons are listed."""
