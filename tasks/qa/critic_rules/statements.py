@@ -101,8 +101,8 @@ _OTHER_QUANTITY_BEFORE = {
     "mass": r"force|push|pull|load|pressure", "weight": r"force|push|pull|pressure", "angle": r"(?!)",
 }
 _OTHER_QUANTITY_AFTER = {"distance": r"thick\b|in\s+thickness", "angle": r"(?:degrees?\s+)?of\s+freedom"}
-_BOUND_PREFIX_RE = re.compile(r"^(?:up\s+to|at\s+(?:least|most)|not\s+(?:more|less)\s+than|within|a\s+(?:maximum|minimum)\s+of)\s+",
-                              re.IGNORECASE)
+_BOUND_PREFIX_RE = re.compile(
+    r"^(?:up\s+to|at\s+(?:least|most)|not\s+(?:more|less)\s+than|within|a\s+(?:maximum|minimum)\s+of)\s+", re.IGNORECASE)
 QUANTITY_WINDOW = 45
 """How many characters before the value the chunk's noun for it is looked for."""
 
