@@ -7,6 +7,7 @@ import functools
 from dataclasses import replace
 
 from tasks.qa import calibrate
+from tasks.qa.critic_rules import signals
 from tasks.qa.judge import PairContext
 from tasks.qa.registry import RULES, load_all
 
@@ -118,3 +119,12 @@ def test_quantity_noun_is_a_value_the_chunk_names_as_another_quantity():
     assert not fires(name, labelled("What force does paragraph S12.1.1(a) of FMVSS No. 214 specify?"))
     assert not fires(name, labelled("What distance does paragraph S10.4(b) of FMVSS No. 201 specify?"))
     assert not fires(name, labelled("What angle does paragraph S12.1.3(b)(2) of FMVSS No. 214 specify?"))
+
+
+def test_a_repeat_under_a_cited_paragraph_is_not_boilerplate():
+    # FMVSS 214 repeats its door-opening requirement for the MDB (S7) and the pole test (S9) on purpose (labelled usable):
+    # seen in another chunk, the cited paragraph still tells the copies apart
+    pair = replace(labelled("What does paragraph S9.2.3(b)(2) (Door opening) of FMVSS No. 214 require?"), answer_also_in=1)
+    assert not any("same answer" in s.reason for s in signals(pair))
+    uncited = replace(pair, question="What does FMVSS No. 214 require of the doors?")
+    assert any("same answer" in s.reason for s in signals(uncited))

@@ -371,6 +371,10 @@ def _answer_shape_signals(ctx: PairContext) -> list[Signal]:
     return out
 
 
+_CITED_RE = re.compile(r"\b(?:paragraph|section|item)\s+[A-Z]?\d|[\"“](?:S|§\s?)?\d+(?:\.\d+)*\.?\s+\w", re.IGNORECASE)
+"""A numbered paragraph the question cites: 'paragraph S7.3(b)(2)', 'section 2.1', 'the "S9.2 Requirements" section'."""
+
+
 def useful_signals(ctx: PairContext) -> list[Signal]:
     """Would a real user ask this, and is the answer a meaningful fact?"""
     out = _section_signals(ctx) + _answer_shape_signals(ctx)
@@ -386,8 +390,10 @@ def useful_signals(ctx: PairContext) -> list[Signal]:
         out.append(Signal("useful", 2, "asks for a baseline or constant value"))
     repeats = ctx.answer_also_in
     numeric = bool(numbers_in(ctx.answer)) and len(_words(ctx.answer)) <= 6
-    cited = re.search(r"\b(?:paragraph|section|item)\s+[A-Z]?\d", ctx.question, re.IGNORECASE)
-    if (repeats >= 2 and not (numeric and cited)) or (repeats >= 1 and not numeric and len(_words(ctx.answer)) >= 2):
+    cited = _CITED_RE.search(ctx.question)
+    # a standard repeats a requirement on purpose under another paragraph (FMVSS 214's MDB and pole tests, UN R16's ALR
+    # and ELR twins): the cited paragraph tells the copies apart, so only an uncited repeat is boilerplate or ambiguous
+    if not cited and ((repeats >= 2) or (repeats >= 1 and not numeric and len(_words(ctx.answer)) >= 2)):
         out.append(Signal("useful", 2, f"the same answer is given in {repeats} other chunk(s): boilerplate or ambiguous"))
     return out
 
