@@ -41,8 +41,10 @@ class QaPairRow(BaseModel):
     doc_id: str
     source_path: str
     slide: SlideNumber = None
-    page_start: FirstPage = None
-    page_end: LastPage = None
+    page_start: FirstPage = Field(None, description="First page the pair cites: where its answer is (see page_source).")
+    page_end: LastPage = Field(
+        None, description="Last page the pair cites (its answer runs over a page break, or its table goes on, when > page_start)."
+    )
     question: str = Field(description="Final question (the reviewer's edit when there is one).")
     answer: str = Field(description="Final answer (the reviewer's edit when there is one).")
     generated_question: str
@@ -50,6 +52,11 @@ class QaPairRow(BaseModel):
     question_type: QuestionType
     target_modality: Modality = Field(description="text, or the table/chart/image the question can only be answered from.")
     evidence_element_id: str | None = Field(None, description="The element (table, chart, picture) a modality question targets.")
+    page_source: Literal["element", "answer", "chunk"] | None = Field(
+        None, description="qa: how page_start/page_end (the pages the pair cites) were found: element (the page of the "
+        "evidence element the generator named), answer (the chunk's page holding the answer text), chunk (neither: the "
+        "chunk's own pages). A slide pair keeps its slide; None for pairs made before pages were cited (chunk's pages)."
+    )
     language: str = Field(description="Detected language of the question: ko | en | other.")
     flags: list[str] = Field(default_factory=list, description="Flag codes (see FLAG_CODES).")
     flag_reasons: list[str] = Field(default_factory=list, description="One human-readable reason per flag.")

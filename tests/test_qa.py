@@ -61,7 +61,11 @@ def test_pairs_are_answerable_from_their_chunk(built):
             assert pair["answer"] in chunk["markdown_v0"], pair
         assert pair["provider"] == "heuristic" and pair["prompt"] == "heuristic:generate_qa@ragprep-rules-1"
         assert pair["generator_rule"].startswith("generate."), pair  # the rule that made it: an auto-approval band
-        assert pair["doc_id"] == chunk["doc_id"] and pair["slide"] == chunk["slide"] and pair["page_start"] == chunk["page_start"]
+        assert pair["doc_id"] == chunk["doc_id"] and pair["slide"] == chunk["slide"]
+        if chunk["page_start"] is None:  # a slide: the pair keeps its slide
+            assert pair["page_start"] is None and pair["page_source"], pair
+        else:  # a page: the page(s) of its chunk its answer is on (tasks.qa.pages)
+            assert chunk["page_start"] <= pair["page_start"] <= pair["page_end"] <= chunk["page_end"], pair
         assert pair["question"].endswith("?")
     assert table(root, "qa_failures") == []
 

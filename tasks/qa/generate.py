@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from ragprep.engines.generator import Generator
 from ragprep.ids import stable_id
@@ -27,7 +28,7 @@ from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
 from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
-from tasks.qa import budget, handles, rules
+from tasks.qa import budget, handles, pages, rules
 from tasks.qa.doc_kind import document_kind
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review, chunk_bases
@@ -50,6 +51,8 @@ class GeneratedPair(BaseModel):
     target_modality: str = "text"
     rule: str = ""
     """The heuristic generator's rule that made the pair (``tasks.qa.rules.source_rule``); a model leaves it empty."""
+    evidence_element_id: SkipJsonSchema[str | None] = None
+    """The table, chart or picture a rule read the pair from; not asked of a model (it sees no element ids)."""
 
 
 class GeneratedPairs(BaseModel):
@@ -244,9 +247,11 @@ def prompt_variables(view: rules.ChunkView, n: int) -> dict[str, object]:
 
 
 async def generate_for_chunk(
-    chunk: ChunkRow, view: rules.ChunkView, settings: Settings, generator: Generator, prompt: PromptTemplate
+    chunk: ChunkRow, view: rules.ChunkView, settings: Settings, generator: Generator, prompt: PromptTemplate,
+    chunk_pages: pages.ChunkPages | None = None,
 ) -> tuple[list[QaPairRow], QaFailureRow | None]:
-    """The pending QA pairs generated for one chunk (seen through ``view``), or a failure row when the reply was unusable."""
+    """The pending QA pairs generated for one chunk (seen through ``view``), or a failure row when the reply was unusable.
+    With ``chunk_pages`` each pair cites the page(s) its answer is on (``tasks.qa.pages``), else its chunk's pages."""
     n = pairs_wanted(chunk, settings, view)
     fallback = coverage_candidates if settings.qa.coverage_rules else (lambda _view, _n: [])
     generation = await generator.generate(
@@ -259,19 +264,22 @@ async def generate_for_chunk(
     if generation.data is None:
         return [], QaFailureRow(chunk_id=chunk.chunk_id, source_path=chunk.source_path, reason=generation.flag or "no output")
     evidence_by_modality = {"table": view.tables, "chart": view.charts, "image": view.pictures}
+    known = {item[0] for items in evidence_by_modality.values() for item in items}
     rows: list[QaPairRow] = []
     for raw in generation.data["pairs"]:
         pair = GeneratedPair.model_validate(raw)
         qtype = pair.question_type if pair.question_type in QUESTION_TYPES else "factual"
         modality = pair.target_modality if pair.target_modality in MODALITIES else "text"
-        evidence = raw.get("evidence_element_id") or (
+        named = pair.evidence_element_id if pair.evidence_element_id in known else None  # the rule's own element
+        evidence = named or (
             evidence_by_modality[modality][0][0] if modality != "text" and evidence_by_modality[modality] else None
         )
         question, answer = pair.question.strip(), pair.answer.strip()
+        cited = pages.cite(chunk_pages, question, answer, named) if chunk_pages else {}
         rows.append(
             QaPairRow(
                 qa_id=stable_id("qa", chunk.chunk_id, qtype, question, answer),
-                **chunk.model_dump(include=PROVENANCE),
+                **{**chunk.model_dump(include=PROVENANCE), **cited},
                 question=question, answer=answer, generated_question=question, generated_answer=answer,
                 question_type=qtype, target_modality=modality, evidence_element_id=evidence,
                 language=language_of(question), status="pending", provider=generation.provider,
@@ -321,7 +329,7 @@ async def generate_pairs(
     async def generate(chunk: ChunkRow):
         try:
             view = chunk_view(chunk, by_id, handles.get(chunk.doc_id), carried.get(chunk.chunk_id, ""))
-            return await generate_for_chunk(chunk, view, settings, generator, prompt)
+            return await generate_for_chunk(chunk, view, settings, generator, prompt, pages.chunk_pages(chunk, by_id))
         except Exception as exc:  # one chunk's bug must not abort the run
             return [], QaFailureRow(chunk_id=chunk.chunk_id, source_path=chunk.source_path, reason=f"{type(exc).__name__}: {exc}")
 

@@ -109,7 +109,8 @@ def safe_image(src: object) -> str | None:
 
 
 def unit_text(pair: dict, chunk: dict | None) -> str:
-    """Where a pair points: "slide 3", "page 7", "pages 7–9" or "unit unknown"."""
+    """Where a pair points: "slide 3", "page 7", "pages 7–9" or "unit unknown"; pages its answer was not located on
+    (``page_source`` chunk: its chunk's pages) say so."""
     if pair.get("slide") is not None:
         return f"slide {pair['slide']}"
     start, end = pair.get("page_start"), pair.get("page_end")
@@ -117,7 +118,8 @@ def unit_text(pair: dict, chunk: dict | None) -> str:
         start, end = chunk.get("page_start"), chunk.get("page_end")
     if start is None:
         return "unit unknown"
-    return f"pages {start}\u2013{end}" if end and end != start else f"page {start}"
+    where = f"pages {start}\u2013{end}" if end and end != start else f"page {start}"
+    return f"{where} (the chunk's; answer not located)" if pair.get("page_source") == "chunk" else where
 
 
 def page_state(data: dict) -> dict:
