@@ -291,7 +291,7 @@ class FakeLLMServer:
     Settable at any time (thread-safe): ``latency`` (seconds added to every API
     response), ``responder`` (``fn(request_json, api) -> str``), and the fault queue
     (``enqueue_faults``). Read: ``requests`` (a snapshot list of dicts), ``request_count``,
-    ``images_seen``, ``connections_opened``, ``errors`` (exceptions raised by the responder).
+    ``images_seen``, ``connections_opened``, ``peak_in_flight``, ``errors`` (exceptions raised by the responder).
     ``accepted_formats`` (None: all) and ``format_status`` emulate servers that refuse some
     ``response_format`` types (see the module docstring).
     """
@@ -317,6 +317,8 @@ class FakeLLMServer:
         self._ids = itertools.count(1)
         self._connections: set[socket.socket] = set()
         self._connections_opened = 0
+        self._in_flight = 0
+        self._peak_in_flight = 0
         self._stopping = threading.Event()
         self._requested_port = port
         self._httpd: _HTTPServer | None = None
@@ -484,6 +486,12 @@ class FakeLLMServer:
             return self._connections_opened
 
     @property
+    def peak_in_flight(self) -> int:
+        """The most API requests that were inside their latency wait at the same moment (1 when served one by one)."""
+        with self._lock:
+            return self._peak_in_flight
+
+    @property
     def errors(self) -> list[BaseException]:
         with self._lock:
             return list(self._errors)
@@ -536,8 +544,14 @@ class FakeLLMServer:
             responder = self._responder
             accepted_formats = self._accepted_formats
             format_status = self._format_status
+            self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
 
-        self._sleep(latency)
+        try:
+            self._sleep(latency)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
         if not isinstance(request_json, dict):
             self._send_error(handler, api, 400, {}, "request body is not a JSON object")
             return

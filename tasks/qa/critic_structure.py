@@ -18,6 +18,7 @@ from tasks.qa.critic_rules import Signal, locate
 from tasks.qa.critic_rules.conditions import CONDITION_RULES
 from tasks.qa.critic_rules.provisions import PROVISION_RULES
 from tasks.qa.critic_rules.spans import SPAN_RULES
+from tasks.qa.critic_rules.statements import STATEMENT_RULES
 from tasks.qa.registry import RULES, rule
 
 if TYPE_CHECKING:
@@ -322,7 +323,7 @@ def roundtrip(ctx: PairContext) -> list[Signal]:
 STRUCTURE_RULES = (
     doubled_handle, placeholder_handle, running_head_handle, broken_glyphs, wrong_heading, merged_group, total_as_item,
     tolerance_misread, footnote_splice, agreement, why_copula, restated_cause, deictic_document, repeated_frame,
-    *SPAN_RULES, *PROVISION_RULES, *CONDITION_RULES, roundtrip,
+    *SPAN_RULES, *PROVISION_RULES, *CONDITION_RULES, *STATEMENT_RULES, roundtrip,
 )
 """The rules above, in the order their reasons are listed."""
 

@@ -197,9 +197,16 @@ _QUANTITY_RE = re.compile(
 )
 
 
+_DEFINITION_Q_RE = re.compile(r"\bwhat\s+(?:does|do)\s+[\"“'][^\"”']+[\"”']\s+mean\?|\bwhat\s+is\s+meant\s+by\s+[\"“']",
+                              re.IGNORECASE)
+"""A definition question that quotes its term (the provision definition rule's form)."""
+
+
 def _echo_signals(ctx: PairContext) -> list[Signal]:
     """A question that quotes the opening words of its own answer ("what explains the statement beginning ...")."""
     answer = _words(ctx.answer)
+    if _DEFINITION_Q_RE.search(ctx.question):
+        return []  # 'what does "REESS" mean?' -> '"REESS" means ...': the quoted term is what is asked, not a fragment
     for quoted in _quoted(ctx.question):
         opening = _words(quoted)
         if len(opening) >= 4 and answer[: len(opening)] == opening:

@@ -151,13 +151,34 @@ _VALUE_ANSWER_RE = re.compile(r"^(?:(?:not\s+)?(?:more|less)\s+than|at\s+(?:leas
 """A quantity on its own ('150 mm', 'not more than 13 millimeters per second', 'between 5 seconds and 60 seconds')."""
 
 
+_BOUND_WORDS = frozenset(
+    "not no exceed exceeds more less than or equal to at least most up within between about approximately and greater "
+    "lower higher smaller larger a maximum minimum of per cent percent ± +/- +".split())
+_UNIT_WORD_RE = re.compile(r"^(?:[%°º]|°C|mm|cm|m|km|kg|g|lb|lbf|N|kN|daN|J|kJ|V|A|Hz|kPa|MPa|Pa|bar|psi|s|ms|h|min|km/h|"
+                           r"kph|mph|m/s|m/s2|mm/s|kg/m2|degrees?|seconds?|minutes?|hours?|millimet(?:er|re)s?|inch(?:es)?)$",
+                           re.IGNORECASE)
+MAX_BOUND_VALUE_WORDS = 14
+
+
+def _bound_value(answer: str) -> bool:
+    """A bound or a range with its unit and nothing else ('not exceed 10 per cent', '50 km/h ± 1 km/h', 'less than or
+    equal to 2.5 kN', 'not less than 92 percent and not more than 94 percent'): a value taken out of its sentence."""
+    tokens = answer.rstrip(".").replace("±", " ± ").split()
+    if not tokens or len(tokens) > MAX_BOUND_VALUE_WORDS or not any(_NUMBER_TOKEN_RE.match(t) for t in tokens):
+        return False
+    return all(t.casefold() in _BOUND_WORDS or _NUMBER_TOKEN_RE.match(t) or _UNIT_WORD_RE.match(t) for t in tokens)
+
+
+_NUMBER_TOKEN_RE = re.compile(r"^[-+±]?\d[\d.,]*(?:[%°]|[A-Za-z]{1,3})?$")
+
+
 def truncation(answer: str, located: tuple[str, int, int] | None) -> str | None:
     """Why the answer looks cut off mid-sentence or mid-formula, or None."""
     stripped = answer.rstrip()
     words = stripped.split()
     if stripped.endswith(";") and located is not None and re.match(r"[ \t]*(?:\n|$|(?:and|or)\s*\n)", located[0][located[2]:]):
         return None  # an item of a list ending its line with ';' ('(c) For seats ... position;'): complete
-    if _VALUE_ANSWER_RE.match(stripped):
+    if _VALUE_ANSWER_RE.match(stripped) or _bound_value(stripped):
         return None  # a value taken out of its sentence ('not more than 13 millimeters per second') is meant to be
     if len(words) >= 2 and stripped.endswith((",", ";", "(", "[", "{", "=", "+", "-", "–", "—", "/", "&", "및", "·", "ㆍ")):
         return f"ends with {stripped[-1]!r}: cut off mid-sentence or mid-formula"
@@ -179,7 +200,7 @@ def truncation(answer: str, located: tuple[str, int, int] | None) -> str | None:
 
 
 def _unbalanced(text: str) -> bool:
-    cleaned = _LIST_MARKER_RE.sub(" ", text)
+    cleaned = _LIST_MARKER_RE.sub(" ", re.sub(r"\b(No|Nos|no)\.\s", r"\1 ", text))  # '(part No. 8f)' is no list marker
     return any(cleaned.count(a) != cleaned.count(b) for a, b in _OPEN_CLOSE)
 
 
@@ -207,7 +228,13 @@ def _misread(tokens: list[str], i: int) -> bool:
 def garbage_tokens(text: str) -> list[str]:
     """Tokens that are not word-like: layout debris (``_debris``) and misread values (``_misread``)."""
     tokens = text.split()
-    return [t for i, t in enumerate(tokens) if _debris(t) or _misread(tokens, i)]
+    return [t for i, t in enumerate(tokens) if (_debris(t) and not _comparison(tokens, i)) or _misread(tokens, i)]
+
+
+def _comparison(tokens: list[str], i: int) -> bool:
+    """A comparison sign standing before a number ('> 60 V', '< 0.5 mm'): part of a bound, not layout debris."""
+    following = tokens[i + 1] if i + 1 < len(tokens) else ""
+    return tokens[i] in ("<", ">", "<=", ">=", "=<", "=>") and bool(re.match(r"[-+]?\d", following))
 
 
 def _garbage_signals(answer: str) -> list[Signal]:

@@ -79,7 +79,8 @@ _DEICTIC_EN_RE = re.compile(
 )
 _VAGUE_EN_RE = re.compile(
     r"\bthe\s+(?:slide|document|page|presentation|deck|file|picture|image|photo|figure|diagram|chart|graph|table)\b"
-    r"(?!\s+(?:[\"“']|(?:titled|named|called|showing|about)\b|(?:in|of|on|from)\s+(?:the\s+)?[\"“']))",
+    r"(?!\s+(?:[\"“']|(?:titled|named|called|showing|about)\b|(?:in|of|on|from)\s+(?:the\s+)?[\"“'])"
+    r"|\s+(?:of|in|under)\s+(?:paragraph|section|annex|appendix|clause|item)\s+[\dA-Z])",
     re.IGNORECASE,
 )
 _DEICTIC_KO_RE = re.compile(
@@ -261,12 +262,16 @@ _SKIPPED_SECTION_RE = re.compile(
 )
 _TOC_RE = re.compile(r"(?:\.\s?){5,}|(?:[·•․‥…]\s?){3,}|(?:_\s?){5,}")
 _TRIVIA_KEY_RE = re.compile(
-    r"\b(?:source|sources|reference|references|citation|footnote|copyright|page number|slide number|author|authors|contact|"
+    r"\b(?:source|sources|reference(?!\s+(?:coordinate|system|axis|axes|plane|point|line|frame|mark|test|position))"
+    r"|references|citation|footnote|copyright|page number|slide number|author|authors|contact|"
     r"e-?mail|phone|fax|url|website|web site|link|version|revision|file name|catalog no|report no|work unit no|"
     r"contract(?: or grant)? no|grant no|isbn|issn|doi|transition|caption|footer|header)\b"
     r"|출처|자료|각주|페이지|문의|연락처",
     re.IGNORECASE,
 )
+_TITLE_IN_BRACKETS_RE = re.compile(r"(?<=\d)\s*\([^()?]*(?:\([^()]*\)[^()?]*)?\)")
+"""A paragraph's title in brackets after its number ('section 3.1.2 (Website Information Form)'): a handle, not what is
+asked."""
 _TRIVIA_QUESTION_RE = re.compile(
     r"\b(?:source|citation|footnote|copyright|page number|slide number|url|website|isbn|issn|doi|catalog no|report no)\b",
     re.IGNORECASE,
@@ -366,11 +371,15 @@ def _answer_shape_signals(ctx: PairContext) -> list[Signal]:
     return out
 
 
+_CITED_RE = re.compile(r"\b(?:paragraph|section|item)\s+[A-Z]?\d|[\"“](?:S|§\s?)?\d+(?:\.\d+)*\.?\s+\w", re.IGNORECASE)
+"""A numbered paragraph the question cites: 'paragraph S7.3(b)(2)', 'section 2.1', 'the "S9.2 Requirements" section'."""
+
+
 def useful_signals(ctx: PairContext) -> list[Signal]:
     """Would a real user ask this, and is the answer a meaningful fact?"""
     out = _section_signals(ctx) + _answer_shape_signals(ctx)
     key = _asked_key(ctx.question) if ctx.language != "ko" else None
-    asked = _QUOTED_RE.sub(" ", key or ctx.question)
+    asked = _TITLE_IN_BRACKETS_RE.sub(" ", _QUOTED_RE.sub(" ", key or ctx.question))
     if (_TRIVIA_KEY_RE if key or ctx.language == "ko" else _TRIVIA_QUESTION_RE).search(asked):
         out.append(Signal("useful", 2, "asks for a source, citation, page or other document metadata"))
     if _DESCRIBE_RE.search(ctx.question):
@@ -381,8 +390,10 @@ def useful_signals(ctx: PairContext) -> list[Signal]:
         out.append(Signal("useful", 2, "asks for a baseline or constant value"))
     repeats = ctx.answer_also_in
     numeric = bool(numbers_in(ctx.answer)) and len(_words(ctx.answer)) <= 6
-    cited = re.search(r"\b(?:paragraph|section|item)\s+[A-Z]?\d", ctx.question, re.IGNORECASE)
-    if (repeats >= 2 and not (numeric and cited)) or (repeats >= 1 and not numeric and len(_words(ctx.answer)) >= 2):
+    cited = _CITED_RE.search(ctx.question)
+    # a standard repeats a requirement on purpose under another paragraph (FMVSS 214's MDB and pole tests, UN R16's ALR
+    # and ELR twins): the cited paragraph tells the copies apart, so only an uncited repeat is boilerplate or ambiguous
+    if not cited and ((repeats >= 2) or (repeats >= 1 and not numeric and len(_words(ctx.answer)) >= 2)):
         out.append(Signal("useful", 2, f"the same answer is given in {repeats} other chunk(s): boilerplate or ambiguous"))
     return out
 

@@ -222,7 +222,8 @@ def generic_subject(ctx: PairContext) -> list[Signal]:
 
 
 _CITED_PARAGRAPH_RE = re.compile(r"\b(?:paragraph|section)\s+(S?\d+(?:\.\d+)*)", re.IGNORECASE)
-_NEXT_PARAGRAPH_RE = re.compile(r"(?:\n|(?<=[.;:]\s))(S?\d+(?:\.\d+)+|S\d+|\d+)\.?\s+[A-Z(]")
+_NEXT_PARAGRAPH_RE = re.compile(r"(?:\n|(?<=[.;:]\s)(?<!No\.\s)(?<!Nos\.\s))(S?\d+(?:\.\d+)+|S\d+|\d+)\.?\s+[A-Z(]")
+"""The start of a numbered paragraph: at a line start or after a sentence, not 'Standard No. 214 (49 CFR ...)'."""
 
 
 def _paragraph_text(number: str, markdown: str) -> str | None:

@@ -372,7 +372,8 @@ def _definition_candidates(view: ChunkView) -> Iterator[Candidate]:
                                 sentence, "definitional", "text")
             continue
         made = definition_question(sentence, view.markdown, place)
-        if made and not continues_sentence(sentence, view.markdown) and not pointer_definition(sentence):
+        if made and not continues_sentence(sentence, view.markdown) and not pointer_definition(sentence) \
+                and not anaphoric_term(sentence, view.markdown):
             yield Candidate(made[0], sentence, made[1], "text")
 
 
@@ -512,6 +513,26 @@ def continues_sentence(sentence: str, markdown: str) -> bool:
     last_line = before.rsplit("\n", 1)[-1]
     prose = len(last_line.split()) >= 8 and not last_line.lstrip().startswith(("#", "|", "-", "*", "•", ">"))
     return prose and bool(re.search(r"[a-z,]$", before))  # a short line ending in a word is a plain-line heading
+
+
+_OF_THE_RE = re.compile(r"^(?:The|An?)\s[\w\- ]{1,40}?\sof\sthe\s(?P<noun>[a-z][\w\-]{2,})\s(?:is|are)\s")
+
+
+@rule("generate.definition.anaphoric", "generate", "a definition whose term is a part 'of the X' where X was introduced "
+      "just before in its paragraph ('The head consists of an aluminium shell ... The interior of the shell is a cavity')",
+      "the term names its whole only through the sentence before it, so the question cannot say which X: not asked")
+def anaphoric_term(sentence: str, markdown: str) -> bool:
+    """True when the defined term is "the <part> of the <X>" and X was introduced with "a"/"an" earlier in the same
+    paragraph: "the shell" is the head's shell only for a reader of the sentence before."""
+    found = _OF_THE_RE.match(sentence)
+    if not found:
+        return False
+    for paragraph in markdown.split("\n\n"):
+        at = paragraph.find(sentence[:60])
+        if at > 0:
+            noun = re.escape(found.group("noun"))
+            return bool(re.search(rf"\b(?:a|an)\s(?:[\w\-]+\s){{0,3}}{noun}\b", paragraph[:at], re.IGNORECASE))
+    return False
 
 
 @rule("generate.causal.one_predicate", "generate", "the effect clause of a 'why' question",

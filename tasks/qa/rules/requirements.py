@@ -29,12 +29,16 @@ _LIMIT_RE = re.compile(
     r"|[≤≥]\s?\d",
     re.IGNORECASE,
 )
-_SUBJECT_RE = re.compile(r"^(?P<subject>[A-Z][^,;:()]{3,110}?)\s(?P<verb>shall|must)\s")
+_SYMBOL_ARG = r"(?<=\w)\(\w{1,4}\)"
+"""A symbol's argument glued to it, part of the name: "HIC(d)", "HIC(36)", "a(t)"."""
+_SUBJECT_RE = re.compile(rf"^(?P<subject>[A-Z](?:[^,;:()]|{_SYMBOL_ARG}){{3,110}}?)\s(?P<verb>shall|must|should)\s")
 _NOT_SUBJECT_START = frozenset("it this that these those they there if when where in for after before during as at on with "
                                "no none such".split())
 _INNER_MODIFIER_RE = re.compile(
-    r",\s(?:as|when)\s(?:measured|tested|determined|specified|calculated)\b[^,]{0,80},", re.IGNORECASE
+    r",\s(?:(?:as|when)\s(?:measured|tested|determined|specified|calculated)\b|(?:filtered|measured|calculated)\s"
+    r"(?:using|with|by|according\sto|in\saccordance\swith)\b)[^,]{0,80},", re.IGNORECASE
 )
+"""A measuring clause between subject and verb: ", as measured ...,", ", filtered using ISO 6487:2000 CFC 1000,"."""
 _CONDITION_PREFIX_RE = re.compile(
     r"^(?:When|Where)\s+(?:tested|measured|determined|calculated)\s+(?:in accordance with|as prescribed in|according to)\s+"
     r"(?:paragraph|annex|S)\s?[\dA-Z][\w.]*\.?,?\s+",
@@ -46,6 +50,9 @@ _MODIFIER_RE = re.compile(r"\s(?:as prescribed|in accordance with|determined as|
 _CLAUSE_WORDS = frozenset("which that who when where if because although while unless whether is are was were has have".split())
 _VAGUE_WORDS = frozenset("above below following said such this these those it its their same other former latter".split())
 _DETERMINERS = frozenset("the each any all every a an of in on for to at by with and or".split())
+_CRITERION_SYMBOL_RE = re.compile(r"\b[A-Z][A-Za-z]*[A-Z]\w*(?:\(\w{1,4}\))?(?=\s|$)")
+"""An injury criterion's symbol in a subject ("HIC(d)", "HIC36", "Nij", "VC"): specific alone, and its limit is a bare
+number."""
 _UNIT_VALUE_RE = re.compile(r"\d[\d,.]*\s?(?:±\s?\d[\d,.]*\s?)?(?:%|per\s?cent|°|º|[a-zA-Zµ]{1,6}\b|[≤≥])|[≤≥]\s?\d")
 _PARAGRAPH_NUMBER_RE = re.compile(r"^\s*(?P<number>S\d+(?:\.\d+)*|\d+(?:\.\d+){1,5})\.?\s")
 
@@ -83,9 +90,10 @@ def _subject(sentence: str) -> tuple[str, str] | None:
     words = subject.lower().split()
     if not 2 <= len(words) <= 14 or _CLAUSE_WORDS & set(words[1:]) or re.search(r"\d{2,}|\d\.\d", subject):
         return None  # "a maximum of 0.5 kg/m2 ..." is the value, not what it limits
-    if _VAGUE_WORDS & set(words) or len([w for w in words if w not in _DETERMINERS]) < 2:
+    criterion = bool(_CRITERION_SYMBOL_RE.search(subject))  # "The HIC(d)", "The Nij": a named injury criterion
+    if _VAGUE_WORDS & set(words) or (len([w for w in words if w not in _DETERMINERS]) < 2 and not criterion):
         return None  # "the threshold", "the load quoted above": which one only the chunk says
-    if not _UNIT_VALUE_RE.search(body[match.end():]):
+    if not _UNIT_VALUE_RE.search(body[match.end():]) and not (criterion and re.search(r"\d", body[match.end():])):
         return None  # the limit is a reference ("the limit indicated in paragraph 6.2.2.5"), not a value
     return subject, raw  # the clause as the chunk writes it
 
@@ -128,13 +136,40 @@ def _place(view: ChunkView, number: str) -> str:
     return where(view)
 
 
+_FORMULA_LEAD_IN_RE = re.compile(
+    r"(?:^|(?<=[.!?]\s))(?P<head>[A-Z][^.;:!?]{10,300}?\d[^.;:!?]*?),?\s+(?:(?:when|as|if)\s+)?(?:calculated|computed|"
+    r"determined)\s+(?:in\saccordance\swith|according\sto|using|by)\s+the\sfollowing\s(?:formula|equation|expression)s?"
+    r"\s*:"
+)
+
+
+def _formula_lead_ins(markdown: str) -> list[str]:
+    """The requirement before a formula's lead-in ("The HIC(d) shall not exceed 1000 when calculated in accordance with
+    the following formula:" -> "The HIC(d) shall not exceed 1000"): the sentence ends in a colon, so ``sentences``
+    drops it, but the limit stands whole before "when calculated"; the formula itself is not asked."""
+    out = []
+    for paragraph in paragraphs(markdown):
+        found = _FORMULA_LEAD_IN_RE.search(paragraph)
+        if found and not _GARBLED_RE.search(found.group("head")) and not any(found.group("head") in x for x in out):
+            out.append(found.group("head"))
+    return out
+
+
+def _without_formula(sentence: str) -> str | None:
+    """A sentence that runs on into a formula's lead-in ("... shall not exceed 1000 when calculated in accordance with
+    the following formula: t = − − ∫ [( ) ] ( ) .") is None: the text layer's formula is not an answer, and its
+    requirement is asked by ``_formula_lead_ins``."""
+    return None if _FORMULA_LEAD_IN_RE.search(sentence) else sentence
+
+
 @rule("generate.requirement.limit", "generate", "a sentence of a regulation or protocol with shall/must and a limit "
       "(not exceed, at least, not less than, ≤, ≥) and a number", "numeric")
 def limit_candidates(view: ChunkView) -> Iterator[Candidate]:
     """Limit questions from requirement sentences, naming the document and the numbered paragraph."""
     if view.language != "en" or not doc_phrase(view):
         return
-    for sentence in _item_sentences(view.markdown):
+    for sentence in [*filter(None, map(_without_formula, _item_sentences(view.markdown))),
+                     *_formula_lead_ins(view.markdown)]:
         if not _LIMIT_RE.search(sentence):
             continue
         condition, main = _condition(sentence)
