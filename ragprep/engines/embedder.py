@@ -19,6 +19,7 @@ Two things keep it at the hardware's pace on a shared machine:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import logging
@@ -118,15 +119,27 @@ def load_vector_cache(path: Path | None, dim: int | None = None) -> dict[str, np
 
 def save_vector_cache(path: Path | None, cache: dict[str, np.ndarray]) -> None:
     """Write ``cache`` atomically as the ``.npz`` :func:`load_vector_cache` reads (nothing without a path or
-    vectors), and keep it as this process's copy of the file."""
+    vectors), and keep it as this process's copy of the file.
+
+    Processes may share the file (several roots naming one ``embeddings_cache``, or the pytest-xdist workers): the
+    save holds an exclusive ``flock`` on ``<file>.lock`` and first merges in what another process wrote since this
+    one last read or wrote the file, so no one's vectors are lost (the vector of a text hash is the same whoever
+    embedded it)."""
     if path is None or not cache:
         return
-    buffer = io.BytesIO()
-    keys = np.array(sorted(cache))
-    np.savez(buffer, keys=keys, vectors=np.stack([cache[k] for k in keys.tolist()]).astype(np.float32))
-    atomic_write_bytes(path, buffer.getvalue())
-    with _MEMO_GUARD:
-        _MEMO[path] = (_stamp(path), dict(cache))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        with _MEMO_GUARD:
+            known = _MEMO.get(path, ((-1, -1), {}))[0]
+        if path.exists() and _stamp(path) != known:  # written by another process meanwhile
+            cache = {**load_vector_cache(path, len(next(iter(cache.values())))), **cache}
+        buffer = io.BytesIO()
+        keys = np.array(sorted(cache))
+        np.savez(buffer, keys=keys, vectors=np.stack([cache[k] for k in keys.tolist()]).astype(np.float32))
+        atomic_write_bytes(path, buffer.getvalue())
+        with _MEMO_GUARD:
+            _MEMO[path] = (_stamp(path), dict(cache))
 
 
 class Embedder(Protocol):

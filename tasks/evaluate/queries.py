@@ -270,7 +270,7 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
     """Score ``path``'s questions on the product's index and both baselines (see the module doc).
 
     ``baseline_dense`` (default ``evaluate.dense_baselines``) also embeds the baselines' units."""
-    from ragprep.engines.embedders import make_embedder
+    from ragprep.engines.embedders import embeddings_cache_dir, make_embedder
     from ragprep.retrieval import Bm25Ranker, embed_passages, embed_queries
     from ragprep.storage import Layout
     from tasks.evaluate.baselines import page_units, window_units
@@ -285,7 +285,7 @@ def run_query_evaluation(settings, path: Path, variant: str | None = None, basel
     folder = index_folder(settings, variant or settings.index.variant)
     index = SearchIndex.open(folder)
     layout = Layout(settings.root)
-    embedder = make_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
+    embedder = make_embedder(index.manifest.embedder, settings, embeddings_cache_dir(settings))
     query_vectors = embed_queries(embedder, questions)
     encoder, encoder_name = query_encoder(layout, embedder)  # what `search` and `ask` encode queries with
     units, own = _product_units(index, settings.index.expand_chars)

@@ -25,11 +25,10 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from ragprep import __version__
-from ragprep.engines.embedders import EmbedderSpec, make_embedder, text_hash
+from ragprep.engines.embedders import EmbedderSpec, embeddings_cache_dir, make_embedder, text_hash
 from ragprep.passage_windows import MATCHER_EMBEDS, index_windows
 from ragprep.report import Report
 from ragprep.settings import Settings
-from ragprep.storage import Layout
 from ragprep.text import TOKENIZER_ID
 from tasks.dataset.versions import dataset_store, find_version, read_version_table
 from tasks.index.passages import Passage, comparable, cut_passages, document_label, locate_page
@@ -205,7 +204,7 @@ def run_index(settings: Settings, version: str | None = None, variant: str | Non
     metadata = index_metadata(chunks, read_version_table(store, found, "documents"), texts,
                               read_version_table(store, found, "elements"))
     indexed = [indexed_text(c, t) for c, t in zip(metadata.column("context").to_pylist(), metadata.column("text").to_pylist())]
-    embedder = make_embedder(spec, settings, Layout(settings.root).embeddings_cache_dir)
+    embedder = make_embedder(spec, settings, embeddings_cache_dir(settings))
     embed_started = time.perf_counter()
     passages_progress, windows_progress = _two_phases(progress)
     vectors = embedder.passages(indexed, passages_progress)

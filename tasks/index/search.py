@@ -14,11 +14,10 @@ from pydantic import BaseModel
 from rich.markup import escape
 
 from ragprep.engines.embedder import Embedder
-from ragprep.engines.embedders import EmbedderConfigError, EmbedderSpec
+from ragprep.engines.embedders import EmbedderConfigError, EmbedderSpec, embeddings_cache_dir
 from ragprep.report import Report
 from ragprep.retrieval import Fusion, check_mode, query_language
 from ragprep.settings import IndexSettings, Settings
-from ragprep.storage import Layout
 from ragprep.text import TOKENIZER_ID
 from tasks.dataset.versions import dataset_store
 from tasks.index.loaded import index_embedder, opened_index
@@ -109,7 +108,7 @@ def search_index(settings: Settings, query: str, k: int = 10, mode: str | None =
     index = opened_index(index_folder(settings, variant))  # loaded once per process
     manifest = index.manifest
     warnings = staleness_warnings(manifest, settings)
-    embedder = index_embedder(manifest.embedder, settings, Layout(settings.root).embeddings_cache_dir) \
+    embedder = index_embedder(manifest.embedder, settings, embeddings_cache_dir(settings)) \
         if mode != "bm25" else None  # the one embedder of the index (queries are never cached)
     used = "none (BM25 only)"
     if embedder is not None:

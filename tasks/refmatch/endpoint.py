@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import threading
 
+from ragprep.engines.embedders import embeddings_cache_dir
 from ragprep.errors import RagprepError
 from ragprep.settings import Settings
-from ragprep.storage import Layout
 from ragprep.webroot import WebRoot
 from tasks.index.run import TEXT_COLUMNS
 
@@ -60,7 +60,7 @@ class AskEndpoint:
         with self._lock:
             try:
                 index = opened_index(index_folder(self.settings, self.settings.index.variant))
-                embedder = index_embedder(index.manifest.embedder, self.settings, Layout(self.settings.root).embeddings_cache_dir)
+                embedder = index_embedder(index.manifest.embedder, self.settings, embeddings_cache_dir(self.settings))
                 embedder.queries(["warm-up"])
                 kept_reranker(self.settings, embedder)
                 kept_scorer(self.settings, embedder)

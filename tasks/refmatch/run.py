@@ -64,12 +64,12 @@ class IndexSource:
 
     def __init__(self, settings: Settings, variant: str | None = None) -> None:
         """Open the ``variant`` index (default ``index.variant``); raises naming ``ragprep index`` when there is none."""
-        from ragprep.engines.embedders import make_embedder
+        from ragprep.engines.embedders import embeddings_cache_dir, make_embedder
         from tasks.index.store import SearchIndex, index_folder
 
         self.settings = settings
         self.index = SearchIndex.open(index_folder(settings, variant or settings.index.variant))
-        self.embedder = make_embedder(self.index.manifest.embedder, settings, Layout(settings.root).embeddings_cache_dir)
+        self.embedder = make_embedder(self.index.manifest.embedder, settings, embeddings_cache_dir(settings))
         self.corpus_chunks = len(self.index.chunk_ids)
 
     def _search(self, query: str, k: int) -> list[SearchHit]:
