@@ -24,7 +24,7 @@ from ragprep.tokens import count_tokens
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
 from tasks.ingest.extract.base import OutlineEntry
-from tasks.ingest.extract.pdf_sections import LABEL_RE, Label, SectionTree, parse_label, section_title
+from tasks.ingest.extract.pdf_sections import LABEL_RE, Label, SectionTree, is_caption, parse_label, section_title
 
 PLACEHOLDER_RE = re.compile(r"^\s*(책갈피|bookmark|untitled|제목\s*없음)\s*\d*\s*$", re.IGNORECASE)
 
@@ -255,19 +255,27 @@ def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
     Annex 3, 제3조) open sections; ``SectionTree`` closes the open ones a new section does not lie in.
     An unnumbered heading right after a heading, with no text between them, continues it ("Annex 12" /
     "Corrosion test").
-    Entries of a table of contents (dot leaders, or a page of them) open nothing.
+    Entries of a table of contents (dot leaders, or a page of them) open nothing, nor do figure and table
+    captions ("Figure 4 Vehicle Position ...", set bold as a heading, and the heading lines right after that
+    continue one: "Degrees").
     """
     tree = SectionTree()
     nodes: list[Node] = []
     paths: list[tuple[Node, ...]] = []
-    last_was_heading = False
+    last_was_heading = in_caption = False
     toc = _toc_pages(elements)
     for element in elements:
         label = None
         if element.kind in ("title", "text") and element.number not in toc and not TOC_LINE_RE.search(element.text):
             label = parse_label(element.text, heading=element.kind == "title")
-        if element.number in toc:
-            pass  # a table of contents lists sections; it opens none
+        caption = element.kind in ("title", "text") and (
+            is_caption(element.text) or (in_caption and element.kind == "title" and label is None)
+        )
+        if element.text or element.kind != "title":
+            in_caption = caption and element.kind == "title"
+        if element.number in toc or caption:
+            last_was_heading = last_was_heading and not caption
+            # a table of contents lists sections and a caption names a figure: they open none
         elif label is not None or element.kind == "title":
             if element.kind == "title" and label is None and last_was_heading and nodes:
                 node_id, title, last_label = nodes[-1]
@@ -478,9 +486,12 @@ bookmarks made from an appendix's form fields or figure captions, not the docume
 def usable_outline(
     outline: Sequence[OutlineEntry], n_pages: int, elements: Sequence[ElementRow] = ()
 ) -> list[OutlineEntry]:
-    """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled"); none when only they are
+    """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled") and figure or table captions
+    ("Figure 3 MGA Roof Crush Test System": a list of figures, not chapters); none when only they are
     left or when the pages before its first entry already hold ``MIN_SKIPPED_SECTIONS`` numbered sections."""
-    entries = [e for e in outline if not PLACEHOLDER_RE.match(e.title) and 1 <= e.page <= n_pages]
+    entries = [
+        e for e in outline if not PLACEHOLDER_RE.match(e.title) and not is_caption(e.title) and 1 <= e.page <= n_pages
+    ]
     if not entries:
         return []
     first = min(e.page for e in entries)
