@@ -195,6 +195,7 @@ def test_a_figure_caption_set_bold_opens_no_section(extracted):
     assert not any(t.startswith("Figure") or t.endswith("Degrees") for t in titles), titles
     first = chunks[0]
     assert first.page_start == 1 and "Figure 14a to § 571.213b" in first.markdown
+    assert "# Figure" not in first.markdown and "# Degrees" not in first.markdown  # no heading for a passage path
     assert any(c.heading_path[0].startswith("§ 571.214") for c in chunks), titles
 
 

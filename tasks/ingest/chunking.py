@@ -248,6 +248,30 @@ def _toc_pages(elements: Sequence[ElementRow]) -> set[int]:
     return pages | {page for page, n in counts.items() if n >= 3}
 
 
+def caption_lines(elements: Sequence[ElementRow]) -> set[str]:
+    """Element ids of figure and table captions (in reading order): lines opening "Figure 4 …", "Table 1 …",
+    "[그림 1]" (``is_caption``), and the unnumbered heading lines right after a caption set as a heading, which
+    continue it ("Figure 14a … Setting is SP–16" / "Degrees")."""
+    ids: set[str] = set()
+    in_caption = False
+    for element in elements:
+        if element.kind not in ("title", "text"):
+            in_caption = False
+        elif element.text:
+            continued = in_caption and element.kind == "title" and parse_label(element.text, heading=True) is None
+            if is_caption(element.text) or continued:
+                ids.add(element.element_id)
+            in_caption = element.kind == "title" and (is_caption(element.text) or continued)
+    return ids
+
+
+def _captions_as_text(elements: Sequence[ElementRow]) -> list[ElementRow]:
+    """The elements with captions set as headings read as text: a chunk shows them as a line under the figure's
+    section, not as a heading that passages would take into their section path."""
+    ids = caption_lines(elements)
+    return [e.model_copy(update={"kind": "text"}) if e.kind == "title" and e.element_id in ids else e for e in elements]
+
+
 def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
     """Per element (in reading order), the sections it lies in, outermost first.
 
@@ -262,17 +286,14 @@ def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
     tree = SectionTree()
     nodes: list[Node] = []
     paths: list[tuple[Node, ...]] = []
-    last_was_heading = in_caption = False
+    last_was_heading = False
     toc = _toc_pages(elements)
+    captions = caption_lines(elements)
     for element in elements:
         label = None
         if element.kind in ("title", "text") and element.number not in toc and not TOC_LINE_RE.search(element.text):
             label = parse_label(element.text, heading=element.kind == "title")
-        caption = element.kind in ("title", "text") and (
-            is_caption(element.text) or (in_caption and element.kind == "title" and label is None)
-        )
-        if element.text or element.kind != "title":
-            in_caption = caption and element.kind == "title"
+        caption = element.element_id in captions
         if element.number in toc or caption:
             last_was_heading = last_was_heading and not caption
             # a table of contents lists sections and a caption names a figure: they open none
@@ -510,7 +531,7 @@ def pdf_chunks(
 ) -> list[ChunkRow]:
     """Chunks per chapter (from the outline, else from the section tree) split along sections to the token budget,
     else per window of pages."""
-    ordered = sorted(elements, key=lambda e: (e.number, e.order))
+    ordered = _captions_as_text(sorted(elements, key=lambda e: (e.number, e.order)))
     hyphens = Hyphenation.of_lines(e.text for e in ordered if e.kind in ("text", "title"))
     book = _Book(doc_id, source_path, settings.chunking.max_tokens, hyphens)
     starts = select_outline_chapters(
