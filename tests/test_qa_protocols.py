@@ -79,3 +79,17 @@ def test_glossary_lines_drop_the_dash_and_skip_trivial_or_verb_like_terms():
     assert entry("Manufacturer - is the company which produces the cars.") is None  # trivial
     assert entry("Make - is the trade name of the Manufacturer as shown on the car.") is None  # reads as a verb
     assert entry("Partner - is short.") is None  # too short to be a definition
+
+
+def test_a_glossary_line_is_asked_only_by_the_glossary_rule():
+    from tasks.qa.rules import generate
+
+    markdown = ("# DEFINITIONS\n\nMake - is the trade name of the Manufacturer as shown on the car badge.\n\n"
+                "Variant - is a version of a Model that differs in mass, trim or powertrain from the tested car.")
+    view = ChunkView(title="DEFINITIONS", language="en", markdown=markdown,
+                     handle=Handle(title="Star Rating Protocol", doc_kind="protocol", section="DEFINITIONS"))
+    assert RULES["generate.definition.glossary_line"].check("Make - is the trade name of the Manufacturer.")
+    pairs = {c.question: (c.answer, c.rule) for c in generate(view, 10)}
+    assert pairs == {'According to the "DEFINITIONS" section of the "Star Rating Protocol" document, what does "Variant" mean?': (
+        "Variant is a version of a Model that differs in mass, trim or powertrain from the tested car.",
+        "generate.protocol.glossary")}

@@ -208,5 +208,13 @@ def glossary_candidates(view: ChunkView) -> Iterator[Candidate]:
             yield Candidate(f'According to {place}, what does "{entry[0]}" mean?', entry[1], "definition", "text")
 
 
+@rule("generate.definition.glossary_line", "generate", "a sentence the definition rule would ask ('Make - is the trade "
+      "name ...')", "a glossary line 'Term - is ...': only the glossary rule asks it (term quoted, dash dropped) or skips it")
+def glossary_line(sentence: str) -> bool:
+    """True for a glossary line 'Term - is/means ...': the plain definition rule would ask 'what is make?' and answer
+    with the dash kept."""
+    return bool(_GLOSSARY_RE.match(sentence.strip()))
+
+
 PROTOCOL_SOURCES = (rating_table_candidates, test_condition_candidates, glossary_candidates)
 """Protocol questions: rating tables, test conditions and glossary definitions."""
