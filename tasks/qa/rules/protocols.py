@@ -205,7 +205,7 @@ def glossary_candidates(view: ChunkView) -> Iterator[Candidate]:
     for line in view.markdown.splitlines():
         entry = glossary_entry(line)
         if entry and not _GARBLED_RE.search(entry[1]):
-            yield Candidate(f'According to {place}, what does "{entry[0]}" mean?', entry[1], "definition", "text")
+            yield Candidate(f'According to {place}, what does "{entry[0]}" mean?', entry[1], "definitional", "text")
 
 
 @rule("generate.definition.glossary_line", "generate", "a sentence the definition rule would ask ('Make - is the trade "
