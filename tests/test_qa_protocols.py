@@ -75,7 +75,7 @@ def test_rating_table_asks_every_row_with_both_names():
 def test_glossary_lines_drop_the_dash_and_skip_trivial_or_verb_like_terms():
     entry = RULES["generate.protocol.glossary"].check.__globals__["glossary_entry"]
     assert entry("Variant - is a version of a Model that differs in mass, trim or powertrain.") == (
-        "Variant", "Variant is a version of a Model that differs in mass, trim or powertrain.")
+        "Variant", "a version of a Model that differs in mass, trim or powertrain.")
     assert entry("Manufacturer - is the company which produces the cars.") is None  # trivial
     assert entry("Make - is the trade name of the Manufacturer as shown on the car.") is None  # reads as a verb
     assert entry("Partner - is short.") is None  # too short to be a definition
@@ -91,5 +91,5 @@ def test_a_glossary_line_is_asked_only_by_the_glossary_rule():
     assert RULES["generate.definition.glossary_line"].check("Make - is the trade name of the Manufacturer.")
     pairs = {c.question: (c.answer, c.rule) for c in generate(view, 10)}
     assert pairs == {'According to the "DEFINITIONS" section of the "Star Rating Protocol" document, what does "Variant" mean?': (
-        "Variant is a version of a Model that differs in mass, trim or powertrain from the tested car.",
+        "a version of a Model that differs in mass, trim or powertrain from the tested car.",
         "generate.protocol.glossary")}

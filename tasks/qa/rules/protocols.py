@@ -6,7 +6,7 @@ becomes a condition question about the quantity its value measures (speed, angle
 the sentence's own subject, naming the protocol and its section. A rating table (a column of ratings such as Good /
 Acceptable / Marginal / Poor next to a column of thresholds) gives one question per row, naming the row's rating and
 the column's header, the boundary rows included. A glossary line "Term - is/means ..." becomes a definition question
-with the term quoted and the list dash dropped from the answer; trivial terms ("Manufacturer") and bare words that
+with the term quoted, answered by the definition after the dash and its verb ("a Model which ..."); trivial terms ("Manufacturer") and bare words that
 read as verbs ("make") are skipped. Nothing is asked without a document handle.
 """
 
@@ -173,7 +173,7 @@ def rating_table_candidates(view: ChunkView) -> Iterator[Candidate]:
 
 
 _GLOSSARY_RE = re.compile(r"^(?:[-•*]\s+)?(?P<term>[A-Z][\w'&/()-]*(?:\s[\w'&/()-]+){0,5}?)\s[-–—]\s"
-                          r"(?P<definition>(?:is|are|means|refers to)\s.+)$")
+                          r"(?P<verb>is|are|means|refers to)\s(?P<definition>.+)$")
 _TRIVIAL_TERMS = frozenset("manufacturer vehicle car model year date name owner user test tests".split())
 """Terms every reader knows: their definitions are not worth a question."""
 _VERB_LIKE = frozenset("make use run set type drive build load test check fit mount place seat start stop show state "
@@ -182,7 +182,8 @@ _VERB_LIKE = frozenset("make use run set type drive build load test check fit mo
 
 
 def glossary_entry(line: str) -> tuple[str, str] | None:
-    """(term, 'Term is ...' answer with the list dash dropped) of a glossary line 'Term - is ...', or None."""
+    """(term, definition) of a glossary line 'Term - is a Model which ...': the definition after the dash and its verb
+    ('a Model which ...'), a complete span of the chunk without the list dash; None for a trivial or verb-like term."""
     found = _GLOSSARY_RE.match(line.strip())
     if not found:
         return None
@@ -192,7 +193,7 @@ def glossary_entry(line: str) -> tuple[str, str] | None:
         return None
     if len(definition.split()) < 5 or not definition.rstrip().endswith((".", ")")):
         return None
-    return term, f"{term} {definition}"
+    return term, definition
 
 
 @rule("generate.protocol.glossary", "generate", "a glossary line of a protocol, 'Term - is/means ...' (the term "
