@@ -6,8 +6,8 @@ becomes a condition question about the quantity its value measures (speed, angle
 the sentence's own subject, naming the protocol and its section. A rating table (a column of ratings such as Good /
 Acceptable / Marginal / Poor next to a column of thresholds) gives one question per row, naming the row's rating and
 the column's header, the boundary rows included. A glossary line "Term - is/means ..." becomes a definition question
-with the term quoted, answered by the definition after the dash and its verb ("a Model which ..."); trivial terms ("Manufacturer") and bare words that
-read as verbs ("make") are skipped. Nothing is asked without a document handle.
+with the term quoted, answered by the definition after the dash and its verb ("a Model which ..."); trivial terms
+("Manufacturer") and bare words that read as verbs ("make") are skipped. Nothing is asked without a document handle.
 """
 
 from __future__ import annotations
