@@ -218,8 +218,8 @@ class QaSettings(BaseModel):
     tokens_per_pair: int = Field(70, ge=10, description="One QA pair per this many chunk tokens ...")
     max_per_chunk: int = Field(15, ge=1, description="... capped at this many per chunk.")
     coverage_rules: bool = Field(False, description="Heuristic provider: ask the procedure steps and set-up statements of a "
-                                 "regulation's numbered paragraphs (tasks.qa.rules.coverage) for a chunk no other rule asks "
-                                 "of. Off: 0.59-0.61 usable on documents they were not written from (leave one document out).")
+                                 "regulation's numbered paragraphs and a protocol's test conditions in prose (tasks.qa.rules.coverage) for a "
+                                 "chunk no other rule asks of. Off: 0.59-0.64 usable on documents they were not written from.")
     auto_approve: bool = Field(True, description="Pairs without flags are approved without review.")
     duplicate_threshold: float = Field(
         90.0, ge=50, le=100, description="rapidfuzz token_set_ratio at or above which two questions are near-duplicates."

@@ -173,3 +173,40 @@ def test_every_corpus_pdf_extracts_with_chunks_under_budget(extracted, name):
     assert result.chunks, name
     assert all(c.token_count <= Settings().chunking.max_tokens for c in result.chunks)
     assert all(c.markdown.startswith("# ") for c in result.chunks)
+
+
+def test_a_protocol_whose_bookmarks_are_its_figure_captions_is_chunked_by_its_sections(extracted):
+    # IIHS roof strength: the PDF's only bookmarks are "Figure 3 ...", "Figure 4 ...", "Table 1 ...". They used to
+    # become the chapters, filing the first five pages under "Front matter" and the rest under captions.
+    chunks = extracted(CORPUS / "pdf_auto_iihs_roof_strength_protocol.pdf").chunks
+    paths = [" / ".join(c.heading_path) for c in chunks]
+    assert not any("Front matter" in p for p in paths), paths
+    assert not any(re.search(r"(^|/ )(Figure|Table) \d", p) for p in paths), paths
+    testing = [c for c in chunks if "Vehicle Position at the Initial Contact Point" in c.markdown]
+    assert testing and all(c.heading_path[-1] == "TESTING" for c in testing), [c.heading_path for c in testing]
+    assert any(c.heading_path[-1] == "TEST VEHICLE PREPARATION" for c in chunks), paths
+
+
+def test_a_figure_caption_set_bold_opens_no_section(extracted):
+    # FMVSS 214 page 1 opens with two figures of the previous standard, their captions bold on two lines each
+    # ("Figure 14a to § 571.213b—HIII–10C Dummy Neck Angle Setting is SP–16" / "Degrees").
+    chunks = extracted(CORPUS / "pdf_auto_fmvss214_side_impact.pdf").chunks
+    titles = [c.title for c in chunks]
+    assert not any(t.startswith("Figure") or t.endswith("Degrees") for t in titles), titles
+    first = chunks[0]
+    assert first.page_start == 1 and "Figure 14a to § 571.213b" in first.markdown
+    assert "# Figure" not in first.markdown and "# Degrees" not in first.markdown  # no heading for a passage path
+    assert any(c.heading_path[0].startswith("§ 571.214") for c in chunks), titles
+
+
+@pytest.mark.parametrize(
+    ("text", "caption"),
+    [("Figure 4 Vehicle Position at the Initial Contact Point", True), ("Table 1 Roof Strength Rating Boundaries", True),
+     ("Fig. 2.3 Sled pulse", True), ("[그림 1] 시험 장치", True), ("<표 2> 예산 현황", True), ("Table A.1 Limits", True),
+     ("Table of contents", False), ("Tables and figures", False), ("Figures 1 to 3 show", False), ("표준 약관", False),
+     ("5.2 Figure out the load", False)],
+)
+def test_caption_lines(text, caption):
+    from tasks.ingest.extract.pdf_sections import is_caption
+
+    assert is_caption(text) is caption

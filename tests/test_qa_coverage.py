@@ -58,8 +58,9 @@ def made(name: str, v: ChunkView) -> list[tuple[str, str]]:
 def test_rules_are_registered_by_name():
     for name in ("generate.coverage.procedure_step", "generate.coverage.provision_statement", "generate.coverage.imperative"):
         assert RULES[name].kind == "generate"
-    assert [RULES[n].check for n in ("generate.coverage.procedure_step", "generate.coverage.provision_statement")] == \
-        list(COVERAGE_SOURCES)
+    # the protocol test-condition rule is a coverage rule too (under the bar by default: rules/protocols.py)
+    assert [RULES[n].check for n in ("generate.coverage.procedure_step", "generate.coverage.provision_statement",
+                                     "generate.protocol.test_condition")] == list(COVERAGE_SOURCES)
 
 
 def test_an_instruction_is_an_imperative_and_a_statement_is_not():

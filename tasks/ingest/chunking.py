@@ -24,7 +24,7 @@ from ragprep.tokens import count_tokens
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
 from tasks.ingest.extract.base import OutlineEntry
-from tasks.ingest.extract.pdf_sections import LABEL_RE, Label, SectionTree, parse_label, section_title
+from tasks.ingest.extract.pdf_sections import LABEL_RE, Label, SectionTree, is_caption, parse_label, section_title
 
 PLACEHOLDER_RE = re.compile(r"^\s*(책갈피|bookmark|untitled|제목\s*없음)\s*\d*\s*$", re.IGNORECASE)
 
@@ -248,6 +248,30 @@ def _toc_pages(elements: Sequence[ElementRow]) -> set[int]:
     return pages | {page for page, n in counts.items() if n >= 3}
 
 
+def caption_lines(elements: Sequence[ElementRow]) -> set[str]:
+    """Element ids of figure and table captions (in reading order): lines opening "Figure 4 …", "Table 1 …",
+    "[그림 1]" (``is_caption``), and the unnumbered heading lines right after a caption set as a heading, which
+    continue it ("Figure 14a … Setting is SP–16" / "Degrees")."""
+    ids: set[str] = set()
+    in_caption = False
+    for element in elements:
+        if element.kind not in ("title", "text"):
+            in_caption = False
+        elif element.text:
+            continued = in_caption and element.kind == "title" and parse_label(element.text, heading=True) is None
+            if is_caption(element.text) or continued:
+                ids.add(element.element_id)
+            in_caption = element.kind == "title" and (is_caption(element.text) or continued)
+    return ids
+
+
+def _captions_as_text(elements: Sequence[ElementRow]) -> list[ElementRow]:
+    """The elements with captions set as headings read as text: a chunk shows them as a line under the figure's
+    section, not as a heading that passages would take into their section path."""
+    ids = caption_lines(elements)
+    return [e.model_copy(update={"kind": "text"}) if e.kind == "title" and e.element_id in ids else e for e in elements]
+
+
 def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
     """Per element (in reading order), the sections it lies in, outermost first.
 
@@ -255,19 +279,24 @@ def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
     Annex 3, 제3조) open sections; ``SectionTree`` closes the open ones a new section does not lie in.
     An unnumbered heading right after a heading, with no text between them, continues it ("Annex 12" /
     "Corrosion test").
-    Entries of a table of contents (dot leaders, or a page of them) open nothing.
+    Entries of a table of contents (dot leaders, or a page of them) open nothing, nor do figure and table
+    captions ("Figure 4 Vehicle Position ...", set bold as a heading, and the heading lines right after that
+    continue one: "Degrees").
     """
     tree = SectionTree()
     nodes: list[Node] = []
     paths: list[tuple[Node, ...]] = []
     last_was_heading = False
     toc = _toc_pages(elements)
+    captions = caption_lines(elements)
     for element in elements:
         label = None
         if element.kind in ("title", "text") and element.number not in toc and not TOC_LINE_RE.search(element.text):
             label = parse_label(element.text, heading=element.kind == "title")
-        if element.number in toc:
-            pass  # a table of contents lists sections; it opens none
+        caption = element.element_id in captions
+        if element.number in toc or caption:
+            last_was_heading = last_was_heading and not caption
+            # a table of contents lists sections and a caption names a figure: they open none
         elif label is not None or element.kind == "title":
             if element.kind == "title" and label is None and last_was_heading and nodes:
                 node_id, title, last_label = nodes[-1]
@@ -478,9 +507,12 @@ bookmarks made from an appendix's form fields or figure captions, not the docume
 def usable_outline(
     outline: Sequence[OutlineEntry], n_pages: int, elements: Sequence[ElementRow] = ()
 ) -> list[OutlineEntry]:
-    """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled"); none when only they are
+    """The outline less placeholder bookmarks ("책갈피", "Bookmark 3", "Untitled") and figure or table captions
+    ("Figure 3 MGA Roof Crush Test System": a list of figures, not chapters); none when only they are
     left or when the pages before its first entry already hold ``MIN_SKIPPED_SECTIONS`` numbered sections."""
-    entries = [e for e in outline if not PLACEHOLDER_RE.match(e.title) and 1 <= e.page <= n_pages]
+    entries = [
+        e for e in outline if not PLACEHOLDER_RE.match(e.title) and not is_caption(e.title) and 1 <= e.page <= n_pages
+    ]
     if not entries:
         return []
     first = min(e.page for e in entries)
@@ -499,7 +531,7 @@ def pdf_chunks(
 ) -> list[ChunkRow]:
     """Chunks per chapter (from the outline, else from the section tree) split along sections to the token budget,
     else per window of pages."""
-    ordered = sorted(elements, key=lambda e: (e.number, e.order))
+    ordered = _captions_as_text(sorted(elements, key=lambda e: (e.number, e.order)))
     hyphens = Hyphenation.of_lines(e.text for e in ordered if e.kind in ("text", "title"))
     book = _Book(doc_id, source_path, settings.chunking.max_tokens, hyphens)
     starts = select_outline_chapters(

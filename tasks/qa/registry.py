@@ -61,7 +61,7 @@ RULE_MODULES = ("tasks.qa.handles", "tasks.qa.rules.requirements", "tasks.qa.rul
                 "tasks.qa.rules.subjects", "tasks.qa.rules.tables", "tasks.qa.rules.pointers",
                 "tasks.qa.rules.cells", "tasks.qa.rules.facts", "tasks.qa.rules.criteria",
                 "tasks.qa.rules.sections", "tasks.qa.rules.opinions", "tasks.qa.critic_structure",
-                "tasks.qa.rules.coverage")
+                "tasks.qa.rules.coverage", "tasks.qa.rules.protocols")
 """The modules whose functions register rules when imported."""
 
 

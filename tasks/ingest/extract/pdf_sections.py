@@ -32,6 +32,13 @@ LABEL_RE = re.compile(
     r")",
     re.IGNORECASE,
 )
+CAPTION_RE = re.compile(
+    r"^\s*[\[<(【]?\s*(?:figure|fig\.|table|photo|chart|diagram|exhibit|graph|그림|표|사진|도표)\s*"
+    r"(?:\d+|(?-i:[A-Z]))(?:[.\-]\d+)*(?-i:[a-z])?(?=$|[\s.:—–\-)\]>】])",
+    re.IGNORECASE,
+)
+"""A figure or table caption ("Figure 4 Vehicle Position ...", "Table 1 ...", "Fig. 2.3", "[그림 1]", "<표 2>"):
+it names a picture or table, not a section of the document."""
 RANK = {"§": 0, "annex": 1, "chapter": 2, "jang": 2, "roman": 3, "S": 5, "num": 5, "jo": 5, "ga": 7}
 """Lower ranks hold higher ones; labels of one kind nest by their numbers."""
 HEADING_ONLY = {"roman", "top", "ga", "chapter"}
@@ -81,6 +88,11 @@ def parse_label(text: str, heading: bool = False) -> Label | None:
     if kind == "roman":
         return Label("roman", (m.group("roman").rstrip("."),))
     return Label(kind, (m.group(kind),))
+
+
+def is_caption(text: str) -> bool:
+    """Whether a line is a figure or table caption (``CAPTION_RE``), which opens no section."""
+    return bool(CAPTION_RE.match(text))
 
 
 def section_title(text: str) -> str:

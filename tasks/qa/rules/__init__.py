@@ -211,11 +211,12 @@ def generate(view: ChunkView, n: int) -> list[Candidate]:
         return []
     from tasks.qa.rules.criteria import CRITERIA_SOURCES  # they build on this module's helpers
     from tasks.qa.rules.opinions import OPINION_SOURCES
+    from tasks.qa.rules.protocols import PROTOCOL_SOURCES
     from tasks.qa.rules.provisions import PROVISION_SOURCES
     from tasks.qa.rules.requirements import REQUIREMENT_SOURCES
     from tasks.qa.rules.sections import section_views
 
-    sources = (*CRITERIA_SOURCES, *REQUIREMENT_SOURCES, *PROVISION_SOURCES, *OPINION_SOURCES, *SOURCES)
+    sources = (*CRITERIA_SOURCES, *REQUIREMENT_SOURCES, *PROTOCOL_SOURCES, *PROVISION_SOURCES, *OPINION_SOURCES, *SOURCES)
     names = [source_rule(source) for source in sources]
     queues = [list(_round_robin([[replace(c, rule=name) for c in source(part) if _well_formed(c)]
                                  for source, name in zip(sources, names)]))

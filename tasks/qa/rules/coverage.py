@@ -31,6 +31,7 @@ from dataclasses import replace
 
 from tasks.qa.registry import rule
 from tasks.qa.rules.pointers import not_its_own
+from tasks.qa.rules.protocols import test_condition_candidates
 from tasks.qa.rules.provisions import (
     MAX_SENTENCE_CHARS,
     Unit,
@@ -196,7 +197,7 @@ def provision_statement_candidates(view: ChunkView) -> Iterator[Candidate]:
             yield Candidate(f"What does {_reference(view, unit)} specify?", answer, "factual", "text")
 
 
-COVERAGE_SOURCES = (procedure_step_candidates, provision_statement_candidates)
+COVERAGE_SOURCES = (procedure_step_candidates, provision_statement_candidates, test_condition_candidates)
 """The fallback sources, in the order their questions are mixed."""
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from ragprep.markdown import KEY_VALUE_RE, parse_number
 from tasks.qa.registry import rule
 from tasks.qa.rules.pointers import pointer_definition
+from tasks.qa.rules.protocols import glossary_line
 from tasks.qa.rules.text import (
     _ARTICLES,
     _BULLET_RE,
@@ -373,7 +374,7 @@ def _definition_candidates(view: ChunkView) -> Iterator[Candidate]:
             continue
         made = definition_question(sentence, view.markdown, place)
         if made and not continues_sentence(sentence, view.markdown) and not pointer_definition(sentence) \
-                and not anaphoric_term(sentence, view.markdown):
+                and not anaphoric_term(sentence, view.markdown) and not glossary_line(sentence):
             yield Candidate(made[0], sentence, made[1], "text")
 
 
