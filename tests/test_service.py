@@ -26,7 +26,8 @@ NEW_DECK = "crash_report_side_pole.pptx"
 def _run(name: str, parameters: dict, timeout: float = 240):
     from prefect.deployments import run_deployment
 
-    return run_deployment(name, parameters=parameters, timeout=timeout)
+    # looks at the run every second (Prefect's default is every 5 s: idle time, the run is done long before)
+    return run_deployment(name, parameters=parameters, timeout=timeout, poll_interval=1)
 
 
 @pytest.fixture
@@ -38,6 +39,7 @@ def service(prefect_server, tmp_path, monkeypatch):
     monkeypatch.setenv("RAGPREP_OCR__ENABLED", "false")
     monkeypatch.setenv("RAGPREP_LLM__PROVIDER", "heuristic")
     monkeypatch.setenv("RAGPREP_SERVE_STATE", str(tmp_path / "serve.json"))
+    monkeypatch.setenv("PREFECT_WORKER_QUERY_SECONDS", "2")  # the worker asks for new runs every 2 s, not 10 s
     svc = Service(tmp_path / "root", ServeSettings(web_port=free_port()), deployments=["nightly-test-reports"],
                   api_url=prefect_server).start()
     yield svc
