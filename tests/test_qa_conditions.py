@@ -3,29 +3,10 @@ pairs of ``tests/data`` it was written against and pairs it must leave alone."""
 
 from __future__ import annotations
 
-import functools
-
-from tasks.qa import calibrate
-from tasks.qa.judge import PairContext
 from tasks.qa.registry import RULES, load_all
+from tests.qa_labelled import fires, labelled
 
 load_all()
-
-
-@functools.cache
-def _rows() -> list[dict]:
-    return calibrate.unique_pairs(calibrate.load_rows(calibrate.LABEL_FILES))
-
-
-def labelled(question: str, answer_start: str = "") -> PairContext:
-    """The critic's view of the labelled pair whose question starts with ``question`` (its real chunk)."""
-    found = [r for r in _rows() if r["question"].startswith(question) and r["answer"].startswith(answer_start)]
-    assert found, question
-    return calibrate.context(found[0])
-
-
-def fires(name: str, pair: PairContext) -> bool:
-    return bool(RULES[name].check(pair))
 
 
 def test_pointer_phrase_reads_pointers_the_older_rule_does_not():

@@ -3,32 +3,15 @@ pairs of ``tests/data``: the unusable pairs a rule was written against, and usab
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 
 from tasks.qa import calibrate
 from tasks.qa.critic_rules import signals
 from tasks.qa.judge import PairContext
-from tasks.qa.registry import RULES, load_all
+from tasks.qa.registry import load_all
+from tests.qa_labelled import fires, labelled
 
 load_all()
-
-
-@functools.cache
-def _rows() -> list[dict]:
-    return calibrate.unique_pairs(calibrate.load_rows(calibrate.LABEL_FILES))
-
-
-def labelled(question: str, answer_start: str = "", usable: bool | None = None) -> PairContext:
-    """The critic's view of the labelled pair whose question and answer start so (its real chunk)."""
-    found = [r for r in _rows() if r["question"].startswith(question) and r["answer"].startswith(answer_start)
-             and (usable is None or bool(r["usable"]) == usable)]
-    assert found, question
-    return calibrate.context(found[0])
-
-
-def fires(name: str, pair: PairContext) -> bool:
-    return bool(RULES[name].check(pair))
 
 
 def below_three(name: str, pair: PairContext) -> bool:

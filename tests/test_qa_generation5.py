@@ -4,27 +4,14 @@ that is only a test pointer."""
 
 from __future__ import annotations
 
-import functools
-
-from tasks.qa import calibrate
 from tasks.qa.registry import RULES, load_all
 from tasks.qa.rules import ChunkView, Handle
+from tests.qa_labelled import real_view
 
 load_all()
 
 R16 = Handle(title="UN Regulation No. 16", kind="standard")
 R95 = Handle(title="UN Regulation No. 95", kind="standard")
-
-
-@functools.cache
-def _rows() -> list[dict]:
-    return calibrate.unique_pairs(calibrate.load_rows(calibrate.LABEL_FILES))
-
-
-def real_view(text: str, handle: Handle) -> ChunkView:
-    """The view of the labelled chunk that contains ``text`` (its stored Markdown and title)."""
-    row = next(r for r in _rows() if text in r["chunk_markdown"])
-    return ChunkView(title=row["chunk_title"], language="en", markdown=row["chunk_markdown"], handle=handle)
 
 
 def asked(name: str, view: ChunkView) -> list[tuple[str, str]]:
