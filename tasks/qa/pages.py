@@ -97,10 +97,11 @@ def _best_by_question(candidates: Sequence[_Page], question: str) -> tuple[int, 
     return max(candidates, key=lambda page: (sum(w in page[1] for w in words), -page[0][0]))[0]
 
 
-def _found_on(needle: str, pages: Sequence[_Page]) -> list[_Page]:
-    exact = [p for p in pages if needle in p[1]]
-    if exact or len(needle) < FUZZY_MIN_CHARS:
-        return exact
+def _fuzzy_on(needle: str, pages: Sequence[_Page]) -> list[_Page]:
+    """The pages whose text holds ``needle`` approximately (the best rapidfuzz score, at least ``FUZZY_CUTOFF``);
+    none for a short needle."""
+    if len(needle) < FUZZY_MIN_CHARS:
+        return []
     scored = [(fuzz.partial_ratio(needle, text, score_cutoff=FUZZY_CUTOFF), (n, text)) for n, text in pages]
     best = max((s for s, _ in scored), default=0.0)
     return [p for s, p in scored if s and s >= best]
@@ -131,7 +132,7 @@ def answer_pages(pages: ChunkPages, question: str, answer: str) -> tuple[int, in
     spanning = None if exact else _across_break(needle, pages.pages)
     if spanning:
         return spanning
-    found = exact or _found_on(needle, pages.pages)
+    found = exact or _fuzzy_on(needle, pages.pages)
     if not found:
         return None
     return found[0][0] if len(found) == 1 else _best_by_question(found, question)
