@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ragprep.markdown import table_rows
 from tasks.qa.registry import rule
 from tasks.qa.rules.text import _GARBLED_RE, Candidate, ChunkView, _lower_first, doc_phrase, sentences, where
 
@@ -123,21 +124,12 @@ _RATING_CELL_RE = re.compile(rf"^(?:{'|'.join(_RATINGS)}|\d\s?stars?|[1-5]\s?★
 _THRESHOLD_CELL_RE = re.compile(r"[≥≤<>]=?\s?\d|\d[\d.,]*\s?(?:[-–]|to)\s?\d|\d")
 
 
-def _table_rows(table: str) -> list[list[str]]:
-    rows = []
-    for line in table.splitlines():
-        line = line.strip()
-        if line.startswith("|") and not re.fullmatch(r"\|[\s|:-]*\|?", line):
-            rows.append([cell.strip() for cell in line.strip("|").split("|")])
-    return rows
-
-
 def rating_rows(table: str) -> list[tuple[str, str, str]]:
     """(rating, threshold column header, threshold cell) per body row of a rating table, or [] when it is none.
 
     A rating table has a column whose body cells are all ratings (Good, Acceptable, ... or stars) and a column whose
     body cells all hold a threshold (a number, a bound, a range)."""
-    rows = _table_rows(table)
+    rows = table_rows(table)
     if len(rows) < 3:
         return []
     header, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
