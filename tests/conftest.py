@@ -324,34 +324,27 @@ def shared_prefect_server(folder: Path):
     (uvicorn on a free loopback port, SQLite under ``folder``, as ``prefect_test_harness`` starts its own), each
     worker points its Prefect settings at it while it runs, and the last worker done with it stops it (a later one
     would start it again). One server instead of one per worker: each costs about 12 CPU s to start and keeps
-    polling while the tests run. Yields the API URL."""
+    polling while the tests run. Yields the API URL. Not ``flows.serve.ApiServer``: that one dies with the process
+    that starts it, and this one must outlive the worker that started it while other workers still use it."""
     import json
     import signal
-    import socket
     import subprocess
     import sys
     import time
 
-    import httpx
     from filelock import FileLock
     from prefect.context import _temporary_global_settings_context, get_settings_context
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
+    from flows.serve import free_port, healthy
+
     folder.mkdir(parents=True, exist_ok=True)
     state_file, lock = folder / "state.json", FileLock(str(folder / "state.lock"))
 
-    def healthy(url: str) -> bool:
-        try:
-            return httpx.get(f"{url}/health", timeout=5).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     with lock:
         state = json.loads(state_file.read_text()) if state_file.exists() else None
-        if state is None or not healthy(state["url"]):
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                port = sock.getsockname()[1]
+        if state is None or not healthy(state["url"], timeout=5):
+            port = free_port()
             env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
                    "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{folder / 'prefect.db'}"}
             env.pop("PREFECT_API_URL", None)
@@ -364,7 +357,7 @@ def shared_prefect_server(folder: Path):
                     env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             state = {"url": f"http://127.0.0.1:{port}/api", "pid": proc.pid, "users": 0}
             deadline = time.monotonic() + 120
-            while not healthy(state["url"]):
+            while not healthy(state["url"], timeout=5):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     proc.kill()
                     raise RuntimeError(f"the shared Prefect server did not start: see {folder / 'server.log'}")
