@@ -38,6 +38,7 @@ from tasks.qa.gate import (
     cross_kind_choice,
     cross_kind_figures,
     failing_bands,
+    wilson_lower,
 )
 from tasks.qa.judge import CRITERIA, PairContext
 from tasks.qa.roundtrip import NOT_RANKED
@@ -578,4 +579,5 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["CRITERIA", "CvReport", "Labelled", "Policy", "approve", "asdict", "fit", "grouped_cv", "labelled", "load_rows"]
+__all__ = ["CRITERIA", "CvReport", "Labelled", "Policy", "approve", "asdict", "fit", "grouped_cv", "labelled", "load_rows",
+           "wilson_lower"]
