@@ -321,3 +321,15 @@ def test_the_judge_uses_cross_kind_bands_only_when_the_setting_is_on():
     off = Settings(qa={"auto_approve_min_precision": 0.9, "cross_kind_bands": False})
     assert offline_precision_short(heuristic, off, bands, policy, cross).startswith("review:")
     assert offline_precision_short(heuristic, on, ("report", "report/numeric"), policy, cross).startswith("review:")
+
+
+def test_audit_names_the_cross_kind_bands_in_force():
+    from tasks.qa.audit import critic_figures
+
+    policy = {"cv_family_out": {"all": {"precision": 0.87}},
+              "auto_approve": {"bands": ["regulation"], "cv": {"precision": 0.96},
+                               "cross_kind_bands": {"any/generate.source.table_candidates": ["korean", "report"]},
+                               "cv_family_out": {"approved": 156, "true_positives": 152, "precision": 0.974}}}
+    figures = critic_figures(policy, 0.9)
+    assert "cross-kind bands any/generate.source.table_candidates (korean, report)" in figures.in_force
+    assert "auto-approval 152 of 156 usable (precision 0.97)" in " ".join(figures.report().notes)
