@@ -537,7 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="which labelled pairs the auto-approval bands are measured on: those today's generator still "
                         "asks (default; the pairs the gate can meet at run time) or all (for comparison)")
     parser.add_argument("--cross-kind", choices=("on", "off"), default="on", help="cross-kind bands (a generator rule "
-                        "or question type across the other document kinds: tasks/qa/gate.py) in the nested CV and the policy")
+                        "across the other document kinds: tasks/qa/gate.py) in the nested CV and the policy")
     args = parser.parse_args(argv)
     if args.backfill_root:
         lines = backfill(load_rows(args.files), args.backfill_root)
