@@ -150,6 +150,8 @@ def passive_layout_sessions() -> int:
         remade: dict[int, object] = {}  # a session held in two places is remade once
         for cell in closure:
             for holder, name, session in list(_sessions_in(cell.cell_contents)):
+                if not getattr(session, "_model_path", None):  # made from bytes, or another onnxruntime: kept
+                    continue
                 if id(session) not in remade:
                     options = session.get_session_options()
                     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
