@@ -63,6 +63,7 @@ bench: $(VENV)/.installed system-deps
 	$(VENV)/bin/pip install -q -r bench/requirements.txt
 	$(PY) bench/embed.py
 	$(PY) bench/extract.py
+	$(PY) bench/layout.py
 	$(PY) bench/negatives.py
 	$(PY) bench/index.py
 	$(PY) bench/refmatch.py
