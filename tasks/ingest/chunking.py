@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -24,7 +24,15 @@ from ragprep.tokens import count_tokens
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
 from tasks.ingest.extract.base import OutlineEntry
-from tasks.ingest.extract.pdf_sections import LABEL_RE, Label, SectionTree, is_caption, parse_label, section_title
+from tasks.ingest.extract.pdf_sections import (
+    LABEL_RE,
+    Label,
+    SectionTree,
+    is_caption,
+    parse_label,
+    section_key,
+    section_title,
+)
 
 PLACEHOLDER_RE = re.compile(r"^\s*(책갈피|bookmark|untitled|제목\s*없음)\s*\d*\s*$", re.IGNORECASE)
 
@@ -272,7 +280,7 @@ def _captions_as_text(elements: Sequence[ElementRow]) -> list[ElementRow]:
     return [e.model_copy(update={"kind": "text"}) if e.kind == "title" and e.element_id in ids else e for e in elements]
 
 
-def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
+def section_paths(elements: Sequence[ElementRow], cover: Set[str] = frozenset()) -> list[tuple[Node, ...]]:
     """Per element (in reading order), the sections it lies in, outermost first.
 
     Headings (title elements) and paragraphs opening with a numbered label (S5.1, 5.2.1, § 571.209,
@@ -282,8 +290,11 @@ def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
     Entries of a table of contents (dot leaders, or a page of them) open nothing, nor do figure and table
     captions ("Figure 4 Vehicle Position ...", set bold as a heading, and the heading lines right after that
     continue one: "Degrees").
+    The ``cover`` headings (element ids: ``cover_headings``) open one section, the document's title, which the next
+    section closes: it heads the cover and the pages before the first section, never the sections.
     """
     tree = SectionTree()
+    cover_node: int | None = None
     nodes: list[Node] = []
     paths: list[tuple[Node, ...]] = []
     last_was_heading = False
@@ -297,7 +308,12 @@ def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
         if element.number in toc or caption:
             last_was_heading = last_was_heading and not caption
             # a table of contents lists sections and a caption names a figure: they open none
+        elif element.element_id in cover and cover_node is not None and not last_was_heading:
+            pass  # a later line of the cover's title block (a subtitle, the issuer): text under the title
         elif label is not None or element.kind == "title":
+            if cover_node is not None and element.element_id not in cover:
+                tree.close(cover_node)  # the first section ends the cover's pages
+                cover_node = None
             if element.kind == "title" and label is None and last_was_heading and nodes:
                 node_id, title, last_label = nodes[-1]
                 nodes[-1] = (node_id, f"{title} {element.text}"[:200], last_label)
@@ -307,6 +323,7 @@ def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
                 title = section_title(element.text) if label else element.text[:200]
                 nodes.append((len(nodes), title, label))
                 tree.push(title, label, _font_size(element) if element.kind == "title" else None, key=len(nodes) - 1)
+                cover_node = len(nodes) - 1 if element.element_id in cover and cover_node is None else cover_node
             last_was_heading = element.kind == "title"
         elif element.text:
             last_was_heading = False
@@ -477,9 +494,37 @@ def _chapter_rows(
     return rows
 
 
+def cover_headings(elements: Sequence[ElementRow]) -> set[str]:
+    """Element ids of a cover's title block: the unnumbered headings of the document's first page (before any numbered
+    section opens there) when one of them is set larger than every heading after that page (tables of contents aside)
+    and the document goes on past it. That block names the whole document ("Crashworthiness Evaluation Roof Strength
+    Test Protocol" / "Version V" / "November 2022"): it is the document's title, not a section that holds the others,
+    so it titles only the cover and the pages before the first section (``section_paths``), and the paths of the
+    sections start below it. A one-page document, or a first page whose largest heading recurs later ("Agreement" then "1.
+    Scope" in the same type), has no cover."""
+    texts = [e for e in elements if e.text]
+    if not texts:
+        return set()
+    first = min(e.number for e in texts)
+    toc = _toc_pages(elements)
+    later = [_font_size(e) or 0.0 for e in texts if e.kind == "title" and e.number > first and e.number not in toc]
+    if len({e.number for e in texts}) < 2:
+        return set()
+    block: list[ElementRow] = []
+    for element in (e for e in texts if e.number == first):
+        if parse_label(element.text, heading=element.kind == "title") is not None:
+            break  # a numbered section opens on the first page: the page is the text's, not a cover
+        if element.kind == "title" and not is_caption(element.text):
+            block.append(element)
+    if not block or max(_font_size(e) or 0.0 for e in block) <= max(later, default=0.0):
+        return set()
+    return {e.element_id for e in block}
+
+
 def _tree_chapters(book: _Book, ordered: Sequence[ElementRow]) -> list[ChunkRow] | None:
-    """Chunks of a document without a usable outline: its top-level sections are the chapters."""
-    paths = section_paths(ordered)
+    """Chunks of a document without a usable outline: its top-level sections are the chapters (a cover's title
+    block heads only the pages before the first section: ``cover_headings``)."""
+    paths = section_paths(ordered, cover_headings(ordered))
     if not any(paths):
         return None
     rows: list[ChunkRow] = []
@@ -556,6 +601,44 @@ def pdf_chunks(
             title = f"Pages {first}-{last}" if first != last else f"Page {first}"
             rows += _chapter_rows(book, "pages", None, title, [title], members)
     return rows
+
+
+PRINCIPAL_SHARE = 0.5
+"""A top-level section holding at least this share of a document's text (tokens) is what the document is about."""
+
+
+def principal_sections(chunks: Sequence[ChunkRow]) -> dict[str, str]:
+    """Per document (of page-based chunks), the ``section_key`` of its principal top-level section: the one holding at
+    least ``PRINCIPAL_SHARE`` of its tokens. A regulation extract printed from a larger volume carries the end of the
+    standard before it and the opening of the one after (the FMVSS 214 pages end with the start of § 571.216); those
+    sections are small, and belong to the document whose principal section they are. Documents without one (a book
+    of many chapters, a deck) are absent."""
+    sizes: dict[str, dict[str, int]] = {}
+    for chunk in chunks:
+        if chunk.unit == "slide" or (chunk.unit == "pages" and chunk.chapter_index is None):
+            continue  # slides, front matter and page windows are no section of the document's structure
+        top = chunk.heading_path[0] if chunk.heading_path else chunk.title
+        per_doc = sizes.setdefault(chunk.doc_id, {})
+        per_doc[section_key(top)] = per_doc.get(section_key(top), 0) + chunk.token_count
+    totals: dict[str, int] = {}
+    for chunk in chunks:
+        totals[chunk.doc_id] = totals.get(chunk.doc_id, 0) + chunk.token_count
+    out = {}
+    for doc_id, per_doc in sizes.items():
+        key, size = max(per_doc.items(), key=lambda item: item[1])
+        if size >= PRINCIPAL_SHARE * totals[doc_id]:
+            out[doc_id] = key
+    return out
+
+
+def owned_chunk_ids(chunks: Sequence[ChunkRow]) -> set[str]:
+    """Ids of the chunks that lie in their document's principal section (``principal_sections``): of two documents
+    printing the same text, the one whose own section it is."""
+    principal = principal_sections(chunks)
+    return {
+        c.chunk_id for c in chunks
+        if c.doc_id in principal and c.unit != "slide" and c.heading_path and section_key(c.heading_path[0]) == principal[c.doc_id]
+    }
 
 
 def build_chunks(

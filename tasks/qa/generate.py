@@ -28,6 +28,7 @@ from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
 from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
+from tasks.ingest.chunking import owned_chunk_ids
 from tasks.qa import budget, handles, pages, rules
 from tasks.qa.doc_kind import document_kind
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
@@ -293,7 +294,9 @@ async def generate_for_chunk(
 def flag_pairs(pairs: Sequence[QaPairRow], chunks: dict[str, ChunkRow], settings: Settings) -> list[QaPairRow]:
     """The pairs with their flags, all pending: the judge stage (``tasks.qa.judge``) approves the ones its critic passes."""
     duplicates = duplicate_flags([p.question for p in pairs], [p.chunk_id for p in pairs], settings.qa.duplicate_threshold)
-    ambiguous = ambiguous_gold_flags([(p.question, p.answer) for p in pairs], [p.chunk_id for p in pairs])
+    owned = owned_chunk_ids(list(chunks.values()))  # of two documents printing one standard, the copy its own document holds
+    ambiguous = ambiguous_gold_flags([(p.question, p.answer) for p in pairs], [p.chunk_id for p in pairs],
+                                     [p.chunk_id in owned for p in pairs])
     out = []
     for pair, duplicate, repeated in zip(pairs, duplicates, ambiguous):
         chunk = chunks[pair.chunk_id]

@@ -28,7 +28,7 @@ LABEL_RE = re.compile(
     r"|(?P<num>\d+(?:\.\d+)+)\.?(?=\s+\S)"
     r"|(?P<top>\d{1,2})\.(?=\s+\S)"
     r"|(?P<tops>\d{1,2})(?=\s{1,3}[A-Z])"
-    r"|(?P<ga>[가-하])\.(?=\s+\S)"
+    r"|(?P<ga>[가나다라마바사아자차카타파하])\.(?=\s+\S)"
     r")",
     re.IGNORECASE,
 )
@@ -90,6 +90,15 @@ def parse_label(text: str, heading: bool = False) -> Label | None:
     return Label(kind, (m.group(kind),))
 
 
+def section_key(title: str) -> str:
+    """What identifies a section across documents: its numbered label ("§ 571.216", "Annex 3") when its title opens
+    with one, else its title's words (case folded): two extracts that both print § 571.216 hold the same section."""
+    label = parse_label(title, heading=True)
+    if label is not None:
+        return f"{label.kind} {'.'.join(label.parts)}"
+    return " ".join(re.findall(r"[^\W_]+", title.casefold()))
+
+
 def is_caption(text: str) -> bool:
     """Whether a line is a figure or table caption (``CAPTION_RE``), which opens no section."""
     return bool(CAPTION_RE.match(text))
@@ -133,6 +142,12 @@ class SectionTree:
         while self._stack and not self._holds(self._stack[-1], label, rank, size):
             self._stack.pop()
         self._stack.append(_Open(label, rank, title, key, size))
+
+    def close(self, key: int) -> None:
+        """Close the open section with caller key ``key`` and every section inside it."""
+        keys = self.keys()
+        if key in keys:
+            del self._stack[keys.index(key) :]
 
     def retitle(self, title: str) -> None:
         """Change the innermost open section's title (a heading continued on the next line)."""
