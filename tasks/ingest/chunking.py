@@ -30,9 +30,9 @@ from tasks.ingest.extract.pdf_sections import (
     SectionTree,
     is_caption,
     parse_label,
-    section_key,
     section_title,
 )
+from tasks.ingest.page_roles import TOC_LINE_RE, caption_lines, cover_headings, font_size, toc_pages
 
 PLACEHOLDER_RE = re.compile(r"^\s*(책갈피|bookmark|untitled|제목\s*없음)\s*\d*\s*$", re.IGNORECASE)
 
@@ -64,10 +64,6 @@ def _unlabelled(text: str) -> str:
     label = LABEL_RE.match(text)
     rest = text[label.end():] if label and parse_label(text, heading=True) else text
     return _normalise(rest) or _normalise(text)
-
-
-def _font_size(element: ElementRow) -> float | None:
-    return json.loads(element.meta).get("font_size") if element.meta else None
 
 
 def _heading_level(element: ElementRow) -> int | None:
@@ -234,45 +230,6 @@ Node = tuple[int, str, "Label | None"]
 """A section of the tree: (id, title, numbered label or None)."""
 
 
-TOC_LINE_RE = re.compile(r"(?:\.\s?){4,}\s*\d+\s*$|…{2,}\s*\d+\s*$")
-"""A table-of-contents entry: dot leaders, then (usually) a page number."""
-
-
-TOC_HEADING_RE = re.compile(r"^\s*(table of )?contents\b|^\s*목\s*차\s*$|^\s*차\s*례\s*$", re.IGNORECASE)
-
-
-def _toc_pages(elements: Sequence[ElementRow]) -> set[int]:
-    """Pages holding a table of contents: a "Contents" heading, or three or more entries ending in a page
-    number after dot leaders."""
-    counts: dict[int, int] = {}
-    pages: set[int] = set()
-    for element in elements:
-        if element.kind not in ("title", "text"):
-            continue
-        if TOC_HEADING_RE.match(element.text):
-            pages.add(element.number)
-        if TOC_LINE_RE.search(element.text):
-            counts[element.number] = counts.get(element.number, 0) + 1
-    return pages | {page for page, n in counts.items() if n >= 3}
-
-
-def caption_lines(elements: Sequence[ElementRow]) -> set[str]:
-    """Element ids of figure and table captions (in reading order): lines opening "Figure 4 …", "Table 1 …",
-    "[그림 1]" (``is_caption``), and the unnumbered heading lines right after a caption set as a heading, which
-    continue it ("Figure 14a … Setting is SP–16" / "Degrees")."""
-    ids: set[str] = set()
-    in_caption = False
-    for element in elements:
-        if element.kind not in ("title", "text"):
-            in_caption = False
-        elif element.text:
-            continued = in_caption and element.kind == "title" and parse_label(element.text, heading=True) is None
-            if is_caption(element.text) or continued:
-                ids.add(element.element_id)
-            in_caption = element.kind == "title" and (is_caption(element.text) or continued)
-    return ids
-
-
 def _captions_as_text(elements: Sequence[ElementRow]) -> list[ElementRow]:
     """The elements with captions set as headings read as text: a chunk shows them as a line under the figure's
     section, not as a heading that passages would take into their section path."""
@@ -298,7 +255,7 @@ def section_paths(elements: Sequence[ElementRow], cover: Set[str] = frozenset())
     nodes: list[Node] = []
     paths: list[tuple[Node, ...]] = []
     last_was_heading = False
-    toc = _toc_pages(elements)
+    toc = toc_pages(elements)
     captions = caption_lines(elements)
     for element in elements:
         label = None
@@ -322,7 +279,7 @@ def section_paths(elements: Sequence[ElementRow], cover: Set[str] = frozenset())
             else:
                 title = section_title(element.text) if label else element.text[:200]
                 nodes.append((len(nodes), title, label))
-                tree.push(title, label, _font_size(element) if element.kind == "title" else None, key=len(nodes) - 1)
+                tree.push(title, label, font_size(element) if element.kind == "title" else None, key=len(nodes) - 1)
                 cover_node = len(nodes) - 1 if element.element_id in cover and cover_node is None else cover_node
             last_was_heading = element.kind == "title"
         elif element.text:
@@ -494,33 +451,6 @@ def _chapter_rows(
     return rows
 
 
-def cover_headings(elements: Sequence[ElementRow]) -> set[str]:
-    """Element ids of a cover's title block: the unnumbered headings of the document's first page (before any numbered
-    section opens there) when one of them is set larger than every heading after that page (tables of contents aside)
-    and the document goes on past it. That block names the whole document ("Crashworthiness Evaluation Roof Strength
-    Test Protocol" / "Version V" / "November 2022"): it is the document's title, not a section that holds the others,
-    so it titles only the cover and the pages before the first section (``section_paths``), and the paths of the
-    sections start below it. A one-page document, or a first page whose largest heading recurs later ("Agreement" then "1.
-    Scope" in the same type), has no cover."""
-    texts = [e for e in elements if e.text]
-    if not texts:
-        return set()
-    first = min(e.number for e in texts)
-    toc = _toc_pages(elements)
-    later = [_font_size(e) or 0.0 for e in texts if e.kind == "title" and e.number > first and e.number not in toc]
-    if len({e.number for e in texts}) < 2:
-        return set()
-    block: list[ElementRow] = []
-    for element in (e for e in texts if e.number == first):
-        if parse_label(element.text, heading=element.kind == "title") is not None:
-            break  # a numbered section opens on the first page: the page is the text's, not a cover
-        if element.kind == "title" and not is_caption(element.text):
-            block.append(element)
-    if not block or max(_font_size(e) or 0.0 for e in block) <= max(later, default=0.0):
-        return set()
-    return {e.element_id for e in block}
-
-
 def _tree_chapters(book: _Book, ordered: Sequence[ElementRow]) -> list[ChunkRow] | None:
     """Chunks of a document without a usable outline: its top-level sections are the chapters (a cover's title
     block heads only the pages before the first section: ``cover_headings``)."""
@@ -601,44 +531,6 @@ def pdf_chunks(
             title = f"Pages {first}-{last}" if first != last else f"Page {first}"
             rows += _chapter_rows(book, "pages", None, title, [title], members)
     return rows
-
-
-PRINCIPAL_SHARE = 0.5
-"""A top-level section holding at least this share of a document's text (tokens) is what the document is about."""
-
-
-def principal_sections(chunks: Sequence[ChunkRow]) -> dict[str, str]:
-    """Per document (of page-based chunks), the ``section_key`` of its principal top-level section: the one holding at
-    least ``PRINCIPAL_SHARE`` of its tokens. A regulation extract printed from a larger volume carries the end of the
-    standard before it and the opening of the one after (the FMVSS 214 pages end with the start of § 571.216); those
-    sections are small, and belong to the document whose principal section they are. Documents without one (a book
-    of many chapters, a deck) are absent."""
-    sizes: dict[str, dict[str, int]] = {}
-    for chunk in chunks:
-        if chunk.unit == "slide" or (chunk.unit == "pages" and chunk.chapter_index is None):
-            continue  # slides, front matter and page windows are no section of the document's structure
-        top = chunk.heading_path[0] if chunk.heading_path else chunk.title
-        per_doc = sizes.setdefault(chunk.doc_id, {})
-        per_doc[section_key(top)] = per_doc.get(section_key(top), 0) + chunk.token_count
-    totals: dict[str, int] = {}
-    for chunk in chunks:
-        totals[chunk.doc_id] = totals.get(chunk.doc_id, 0) + chunk.token_count
-    out = {}
-    for doc_id, per_doc in sizes.items():
-        key, size = max(per_doc.items(), key=lambda item: item[1])
-        if size >= PRINCIPAL_SHARE * totals[doc_id]:
-            out[doc_id] = key
-    return out
-
-
-def owned_chunk_ids(chunks: Sequence[ChunkRow]) -> set[str]:
-    """Ids of the chunks that lie in their document's principal section (``principal_sections``): of two documents
-    printing the same text, the one whose own section it is."""
-    principal = principal_sections(chunks)
-    return {
-        c.chunk_id for c in chunks
-        if c.doc_id in principal and c.unit != "slide" and c.heading_path and section_key(c.heading_path[0]) == principal[c.doc_id]
-    }
 
 
 def build_chunks(

@@ -28,7 +28,7 @@ from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
 from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
-from tasks.ingest.chunking import owned_chunk_ids
+from tasks.ingest.ownership import owned_chunk_ids
 from tasks.qa import budget, handles, pages, rules
 from tasks.qa.doc_kind import document_kind
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
