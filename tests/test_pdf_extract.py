@@ -314,3 +314,16 @@ def test_a_standard_printed_in_two_extracts_keeps_its_pair_in_the_extract_it_bel
         assert "ambiguous_gold" not in flagged[own[0].chunk_id].flags
         assert "ambiguous_gold" in flagged[carried[0].chunk_id].flags
         assert own[0].chunk_id in " ".join(flagged[carried[0].chunk_id].flag_reasons)
+
+
+def test_a_cross_reference_at_the_top_of_a_page_opens_no_section(extracted):
+    # FMVSS 214 p. 24 opens "S10.3.2, use only the control that primarily moves the seat ...": the end of a sentence of
+    # S12.3.3 (a page break before the reference), which used to title two chunks "S10.3.2, use only the control …".
+    from tasks.ingest.extract.pdf_sections import Label, parse_label
+
+    assert parse_label("S10.3.2, use only the control that primarily moves the seat", heading=True) is None
+    assert parse_label("S10.3.2 Seat adjustment", heading=True) == Label("S", ("10", "3", "2"))
+    chunks = extracted(CORPUS / "pdf_auto_fmvss214_side_impact.pdf").chunks
+    assert not any("S10.3.2," in c.title for c in chunks), [c.title for c in chunks]
+    page_24 = [c for c in chunks if c.page_start <= 24 <= c.page_end]
+    assert page_24 and all(c.heading_path[-1].startswith("S12.3.3") for c in page_24), [c.heading_path for c in page_24]

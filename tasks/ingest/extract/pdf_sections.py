@@ -5,7 +5,8 @@ A label opens a paragraph: "§ 571.209", "Annex 3", "Appendix B", "Chapter 2", "
 S5, 5.2.1 under 5.2); kinds nest by rank (a § holds annexes, which hold chapters, which hold numbered
 paragraphs). A bare "5." or "가." is a label only on a heading-like line (short, no sentence), since in
 running text it is a list item; "3 ASSESSMENTS" (no period) only on a heading; a number followed by a
-lower-case word ("5.2.1 and a force ...") is a cross-reference that a line break put first, never a label.
+lower-case word ("5.2.1 and a force ...", "S10.3.2, use only ...") is a cross-reference that a line break
+put first, never a label.
 
 ``SectionTree`` walks a document's elements in reading order and gives each one its heading path.
 """
@@ -73,8 +74,8 @@ def parse_label(text: str, heading: bool = False) -> Label | None:
     kind = next(k for k in ("para", "annex", "chapter", "jang", "jo", "roman", "s", "num", "top", "tops", "ga") if m.group(k))
     if kind in HEADING_ONLY and not (heading or _heading_like(text)) or kind == "tops" and not heading:
         return None
-    if kind in ("s", "num", "top", "tops") and re.match(r"\s*[a-z]", text[m.end() :].lstrip(".")):
-        return None  # "5.2.1 and a force of ..." continues a sentence: a cross-reference, not a section
+    if kind in ("s", "num", "top", "tops") and re.match(r"\s*[,;]?\s*[a-z]", re.sub(r"^[\d.]*", "", text[m.end() :])):
+        return None  # "5.2.1 and a force of ...", "S10.3.2, use only ..." continue a sentence: a cross-reference
     if kind == "para":
         return Label("§", (m.group("pnum"),))
     if kind == "annex":
