@@ -311,7 +311,7 @@ def test_a_standard_printed_in_two_extracts_keeps_its_pair_in_the_extract_it_bel
     chunks = {c.chunk_id: c for c in side + roof}
     for order in ([carried[0], own[0]], [own[0], carried[0]]):
         flagged = {p.chunk_id: p for p in flag_pairs([_qa_pair(c, question, scope) for c in order], chunks, Settings())}
-        assert "ambiguous_gold" not in flagged[own[0].chunk_id].flags
+        assert not {"ambiguous_gold", "near_duplicate"} & set(flagged[own[0].chunk_id].flags)  # the kept copy is clean
         assert "ambiguous_gold" in flagged[carried[0].chunk_id].flags
         assert own[0].chunk_id in " ".join(flagged[carried[0].chunk_id].flag_reasons)
 
