@@ -237,13 +237,23 @@ def _captions_as_text(elements: Sequence[ElementRow]) -> list[ElementRow]:
     return [e.model_copy(update={"kind": "text"}) if e.kind == "title" and e.element_id in ids else e for e in elements]
 
 
+def _continues(previous: ElementRow | None, element: ElementRow, label: Label | None, first_page: int) -> bool:
+    """Whether an unnumbered heading continues the heading just before it: no text between, and set no smaller or
+    on the first page (a title block's lines: title, subtitle, "Revision 3", a date)."""
+    if previous is None or element.kind != "title" or label is not None:
+        return False
+    before, size = font_size(previous), font_size(element)
+    return before is None or size is None or size >= before - 0.5 or previous.number == first_page
+
+
 def section_paths(elements: Sequence[ElementRow], cover: Set[str] = frozenset()) -> list[tuple[Node, ...]]:
     """Per element (in reading order), the sections it lies in, outermost first.
 
     Headings (title elements) and paragraphs opening with a numbered label (S5.1, 5.2.1, § 571.209,
     Annex 3, 제3조) open sections; ``SectionTree`` closes the open ones a new section does not lie in.
-    An unnumbered heading right after a heading, with no text between them, continues it ("Annex 12" /
-    "Corrosion test").
+    An unnumbered heading right after a heading, with no text between them and set no smaller, continues it
+    ("Annex 12" / "Corrosion test"); a smaller one opens a sub-section ("MEASUREMENTS AND OBSERVATIONS" / "Test weight"),
+    except in the first page's title block.
     Entries of a table of contents (dot leaders, or a page of them) open nothing, nor do figure and table
     captions ("Figure 4 Vehicle Position ...", set bold as a heading, and the heading lines right after that
     continue one: "Degrees").
@@ -254,24 +264,25 @@ def section_paths(elements: Sequence[ElementRow], cover: Set[str] = frozenset())
     cover_node: int | None = None
     nodes: list[Node] = []
     paths: list[tuple[Node, ...]] = []
-    last_was_heading = False
+    previous: ElementRow | None = None  # the heading just read, with no text after it yet
     toc = toc_pages(elements)
     captions = caption_lines(elements)
+    first_page = min((e.number for e in elements if e.text), default=0)
     for element in elements:
         label = None
         if element.kind in ("title", "text") and element.number not in toc and not TOC_LINE_RE.search(element.text):
             label = parse_label(element.text, heading=element.kind == "title")
         caption = element.element_id in captions
         if element.number in toc or caption:
-            last_was_heading = last_was_heading and not caption
+            previous = None if caption else previous
             # a table of contents lists sections and a caption names a figure: they open none
-        elif element.element_id in cover and cover_node is not None and not last_was_heading:
+        elif element.element_id in cover and cover_node is not None and not _continues(previous, element, label, first_page):
             pass  # a later line of the cover's title block (a subtitle, the issuer): text under the title
         elif label is not None or element.kind == "title":
             if cover_node is not None and element.element_id not in cover:
                 tree.close(cover_node)  # the first section ends the cover's pages
                 cover_node = None
-            if element.kind == "title" and label is None and last_was_heading and nodes:
+            if _continues(previous, element, label, first_page) and nodes:
                 node_id, title, last_label = nodes[-1]
                 nodes[-1] = (node_id, f"{title} {element.text}"[:200], last_label)
                 tree.retitle(nodes[-1][1])
@@ -281,9 +292,9 @@ def section_paths(elements: Sequence[ElementRow], cover: Set[str] = frozenset())
                 nodes.append((len(nodes), title, label))
                 tree.push(title, label, font_size(element) if element.kind == "title" else None, key=len(nodes) - 1)
                 cover_node = len(nodes) - 1 if element.element_id in cover and cover_node is None else cover_node
-            last_was_heading = element.kind == "title"
+            previous = element if element.kind == "title" else None
         elif element.text:
-            last_was_heading = False
+            previous = None
         paths.append(tuple(nodes[i] for i in tree.keys()))
     return paths
 
