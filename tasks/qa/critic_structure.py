@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ragprep.markdown import markdown_tables
 from tasks.qa.critic_rules import Signal, locate
+from tasks.qa.critic_rules.ambiguity import AMBIGUITY_RULES
 from tasks.qa.critic_rules.conditions import CONDITION_RULES
 from tasks.qa.critic_rules.provisions import PROVISION_RULES
 from tasks.qa.critic_rules.spans import SPAN_RULES
@@ -323,7 +324,7 @@ def roundtrip(ctx: PairContext) -> list[Signal]:
 STRUCTURE_RULES = (
     doubled_handle, placeholder_handle, running_head_handle, broken_glyphs, wrong_heading, merged_group, total_as_item,
     tolerance_misread, footnote_splice, agreement, why_copula, restated_cause, deictic_document, repeated_frame,
-    *SPAN_RULES, *PROVISION_RULES, *CONDITION_RULES, *STATEMENT_RULES, roundtrip,
+    *SPAN_RULES, *PROVISION_RULES, *CONDITION_RULES, *STATEMENT_RULES, *AMBIGUITY_RULES, roundtrip,
 )
 """The rules above, in the order their reasons are listed."""
 
