@@ -281,30 +281,39 @@ def _block_of(markdown: str, at: int) -> str:
     return markdown[start + 1 if start >= 0 else 0:end if end >= 0 else len(markdown)]
 
 
+def _values_around(markdown: str, at: int, unit: str, own: set[str]) -> set[str] | None:
+    """The distinct values in ``unit`` of the prose paragraph around ``at`` besides the answer's own numbers (``own``);
+    None for a table or a bullet list, whose rows name their values."""
+    block = _block_of(markdown, at)
+    if re.search(r"(?m)^\s*(?:\||[-*•]\s)", block):
+        return None
+    block = re.sub(r"(?:±|\+/-|\+)\s*\d+(?:[.,]\d+)?", " ", block)  # a tolerance ('±' read as '+' too) is no other value
+    block = re.sub(r"(\d+(?:[.,]\d+)?)\s*\S{0,8}\s*(?:to|and|-|–)\s*\d+(?:[.,]\d+)?", r"\1", block)  # nor a range's end
+    with_unit = r"\d+(?:[.,]\d+)?(?=\s*" + re.escape(unit) + r"(?![\w/]))"
+    return {m.group(0) for m in re.finditer(with_unit, block, re.IGNORECASE)} - own
+
+
 @rule("critic.answer.several_values", "critic", "the value answered from a prose paragraph (no table or list)",
-      "the paragraph gives two or more values in the answer's unit and the question shares no word with the words "
-      "before the answer: which value is meant is not said", "grounded")
+      "wherever the chunk gives the value, its paragraph gives another value in the answer's unit (tolerances and the "
+      "answer's own range ends aside) and the question shares no word with the four words before the value: which value "
+      "is meant is not said", "grounded")
 def several_values(ctx: PairContext) -> list[Signal]:
     """'What angle does section 3.5 specify?' where the section gives a roll and a pitch angle."""
     found = _ANY_UNIT_RE.search(ctx.answer)
     if not found or len(ctx.answer.split()) > 6 or ctx.target_modality != "text":
         return []
     value = re.search(r"\d+(?:[.,]\d+)?", ctx.answer).group(0)
-    at = ctx.chunk_markdown.find(value)
-    if at < 0:
-        return []
-    block = _block_of(ctx.chunk_markdown, at)
-    if re.search(r"(?m)^\s*(?:\||[-*•]\s)", block):  # a table or a bullet list: its rows name their values
-        return []
-    unit = found.group(1).casefold()
-    block = re.sub(r"(?:±|\+/-)\s*\d+(?:[.,]\d+)?", " ", block)  # a tolerance is not another value
-    block = re.sub(r"(\d+(?:[.,]\d+)?)\s*\S{0,8}\s*(?:to|and|-|–)\s*\d+(?:[.,]\d+)?", r"\1", block)  # nor a range's end
-    with_unit = r"\d+(?:[.,]\d+)?(?=\s*" + re.escape(unit) + r"(?![\w/]))"
-    values = {m.group(0) for m in re.finditer(with_unit, block, re.IGNORECASE)}
-    before = set(_norm(ctx.chunk_markdown[max(0, at - 60):at]).split()[-4:])
-    asked = set(_norm(_QUOTED_RE.sub(" ", ctx.question)).split())
-    if len(values) >= 2 and not (before & asked - _STOP):
-        return [Signal("grounded", 2, f"the passage gives {len(values)} values in {unit}: which one is asked is not said")]
+    unit, own = found.group(1).casefold(), set(re.findall(r"\d+(?:[.,]\d+)?", ctx.answer))
+    asked = set(_norm(_QUOTED_RE.sub(" ", ctx.question)).split()) - _STOP
+    most = 0
+    for located in re.finditer(r"(?<![\d.,])" + re.escape(value) + r"(?![\d])", ctx.chunk_markdown):  # not the '10' of '100'
+        at = located.start()
+        others = _values_around(ctx.chunk_markdown, at, unit, own)
+        if not others or set(_norm(ctx.chunk_markdown[max(0, at - 60):at]).split()[-4:]) & asked:
+            return []
+        most = max(most, len(others) + 1)
+    if most >= 2:
+        return [Signal("grounded", 2, f"the passage gives {most} values in {unit}: which one is asked is not said")]
     return []
 
 
