@@ -1,0 +1,75 @@
+"""Critic rules of round 7 of the critic (issue 22) by registry name, each on the real chunks of labelled pairs of
+``tests/data``: the unusable pairs a rule fires on, and usable pairs it must leave alone."""
+
+from __future__ import annotations
+
+from tasks.qa import calibrate
+from tasks.qa.judge import PairContext
+from tasks.qa.registry import load_all
+from tests.qa_labelled import fires, labelled, labelled_rows
+
+load_all()
+
+
+def with_siblings(question: str, answer_start: str = "", usable: bool | None = None) -> PairContext:
+    """The critic's view of the labelled pair, with the other labelled pairs of its chunk as siblings (as the judge
+    sees the other pairs of the chunk at run time)."""
+    rows = labelled_rows()
+    siblings = calibrate.siblings_of(rows)
+    n = next(i for i, r in enumerate(rows) if r["question"].startswith(question) and r["answer"].startswith(answer_start)
+             and (usable is None or bool(r["usable"]) == usable))
+    return calibrate.context(rows[n], siblings=siblings[n])
+
+
+def test_several_answers_is_the_same_question_answered_otherwise_in_its_chunk():
+    name = "critic.question.several_answers"
+    knee = "What does paragraph 4.2 (Knee joint) of Annex 7 to UN Regulation No. 16 prescribe?"
+    assert fires(name, with_siblings(knee, "Set the thigh"))  # one step block of five, labelled unusable
+    assert fires(name, with_siblings(knee, "Rotate the lower leg"))
+    shock = "What does paragraph 5.3.7.1 (Protection against electrical shock) of UN Regulation No. 95 require?"
+    assert fires(name, with_siblings(shock, "After the impact"))  # another document
+    # a cut answer beside its whole sentence fires; the whole sentence does not (Korean report, labelled 0 and 1)
+    ko = "이수진 의원안(의안번호 제2125318호) 탄소중립기본법 개정안은 무엇을 법률에 명시하려는 것인가요?"
+    assert fires(name, with_siblings(ko, "다양한 사회계층의", usable=False))
+    assert not fires(name, with_siblings(ko, "다양한 사회계층의", usable=True))
+    # an OCR variant of one answer is the same answer ('4l2.6' beside '412.6'), labelled usable
+    assert not fires(name, with_siblings("What HIC15 did the driver dummy record in the FO-2024-017", "412.6"))
+    # an answer that stops at its sentence end beside a twin that runs on into the next item (labelled usable)
+    assert not fires(name, with_siblings("What does section 2.2.2(g) (CRS placement) of the \"CP 008-1",
+                                         "The CRS can be placed on the rear seats without excessive force, difficulty or "
+                                         "interaction with the door aperture."))
+    # a question asked once has no sibling to disagree with
+    assert not fires(name, with_siblings("What does paragraph 7.7.3 of UN Regulation No. 16 require?"))
+
+
+def test_next_item_is_a_span_that_crosses_into_the_next_list_item():
+    name = "critic.answer.next_item"
+    assert fires(name, labelled("What does section 2.2.5.1(d) (Ease of use of tethers & straps)", usable=False))
+    assert fires(name, labelled("What does section 2.2.2(g) (CRS placement)", usable=False))
+    assert fires(name, labelled("According to the \"Termination of star rating\" section"))  # the question ran on
+    # a dash that opens an appendix title is no list item (UN R16, labelled usable)
+    assert not fires(name, labelled("What does paragraph 8.2.1 (General requirements) of UN Regulation No. 16 require?"))
+    assert not fires(name, labelled("What does paragraph 8.2.2 (General requirements) of UN Regulation No. 16 require?"))
+
+
+def test_restated_condition_asks_nothing_the_question_does_not_say():
+    name = "critic.provision.restated_condition"
+    assert fires(name, labelled("According to paragraph S7 (Test conditions) of FMVSS No. 301, when must the vehicle"))
+    assert fires(name, labelled("According to paragraph 3.2.2 (Ventilation device mounting procedure) of Annex 5"))
+    assert fires(name, labelled("According to paragraph 6.4.1.3.2 (Dynamic test) of UN Regulation No. 16, when shall"))
+    # a real condition, 'each other' is not relative (FMVSS 214, labelled usable)
+    assert not fires(name, labelled("According to paragraph S8.3.1.3 (Seat position adjustment) of FMVSS No. 214"))
+    assert not fires(name, labelled("According to the \"Instructions\" section of UN Regulation No. 16, when must"))
+
+
+def test_several_values_reads_whole_numbers_and_every_occurrence():
+    name = "critic.answer.several_values"
+    assert fires(name, labelled("What angle does section 3.5 of the \"Roof Strength Test Protocol\" document specify?"))
+    assert fires(name, labelled("What acceleration does paragraph 6.2.5.3.1.2 (Emergency locking retractors)"))
+    # 'within 10 mm' is not the '10' of '100 mm/min'; '200 mm + 40 mm' is one value with its tolerance (usable)
+    assert not fires(name, labelled("What distance does paragraph 7.4.2.4 (Test of breaking strength of strap"))
+    assert not fires(name, labelled("What distance does paragraph 7.4.3.2 (Width under load) of UN Regulation No. 16"))
+    # a range answer's own ends are not other values (UN R95, labelled usable)
+    assert not fires(name, labelled("What time does paragraph 3 (Assessment procedure for low electrical energy)"))
+    # '5°' also stands alone in its own paragraph 2.5.4, not only among the angles of 2.3.6 (labelled usable)
+    assert not fires(name, labelled("What angle does paragraph 2.5.4 (Thorax) of Annex 6 to UN Regulation No. 95 specify?"))
