@@ -155,8 +155,7 @@ def context(row: dict, repeats: dict[str, int] | None = None, siblings: Sequence
 
 
 def siblings_of(rows: Sequence[dict]) -> list[list[tuple[str, str]]]:
-    """Per row, (question, answer) of the other labelled rows generated from the same chunk of the same document (the same
-    question with another answer included: ``critic.question.several_answers`` reads it)."""
+    """Per row, (question, answer) of the other labelled rows of the same chunk of its document (same question included)."""
     by_chunk: dict[tuple[str, str], list[int]] = defaultdict(list)
     for n, row in enumerate(rows):
         by_chunk[(row["file_name"], row["chunk_markdown"])].append(n)
