@@ -73,3 +73,26 @@ def test_several_values_reads_whole_numbers_and_every_occurrence():
     assert not fires(name, labelled("What time does paragraph 3 (Assessment procedure for low electrical energy)"))
     # '5°' also stands alone in its own paragraph 2.5.4, not only among the angles of 2.3.6 (labelled usable)
     assert not fires(name, labelled("What angle does paragraph 2.5.4 (Thorax) of Annex 6 to UN Regulation No. 95 specify?"))
+
+
+def test_false_rejections_of_round_12_are_fixed_and_the_rules_still_fire():
+    from tasks.qa.critic_rules import garbage_tokens
+
+    # 'the following year' is a time, not a lead-in; '... as follows:' still is
+    lead_in = "critic.answer.lead_in"
+    pair = labelled("According to the \"Termination of star rating\" section")
+    from dataclasses import replace
+
+    assert not fires(lead_in, replace(pair, answer="If there are no registrations by the end of the following year"))
+    assert fires(lead_in, replace(pair, answer="The rating will be suspended as follows:"))
+    # an arrow between words is a load path, not layout debris; a stray '>' still is
+    assert garbage_tokens("subframe -> tunnel -> sill") == []
+    assert garbage_tokens("subframe > tunnel")
+    # a section named after its all-capitals parent heading is that heading; the IIHS pairs filed under the wrong
+    # section (round 8 labels, unusable) still fire
+    heading = "critic.section.wrong_heading"
+    assert fires(heading, labelled("How is the test weight of the vehicle measured, according to the \"Photography\""))
+    from tasks.qa.critic_structure import _same_heading
+
+    assert _same_heading("TEST CONDITIONS Impact speed and overlap", "Impact speed and overlap")
+    assert not _same_heading("Intrusion measurements", "Dummy kinematics, contact locations, and kinematic assessments")

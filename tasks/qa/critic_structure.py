@@ -117,8 +117,12 @@ def _headings(markdown: str) -> list[tuple[int, int, str]]:
 
 
 def _same_heading(named: str, heading: str) -> bool:
+    """The named section is this heading: the same words, the heading's last part, or the heading named after its
+    all-capitals parent ('TEST CONDITIONS Impact speed and overlap' for the heading 'Impact speed and overlap')."""
     a, b = _norm(named), _norm(heading)
-    return bool(a) and (a == b or b.endswith(a) or a in {_norm(p) for p in heading.split(" / ")})
+    parent = named[: len(named) - len(heading)].strip() if named.endswith(heading.strip()) else ""
+    return bool(a) and (a == b or b.endswith(a) or a in {_norm(p) for p in heading.split(" / ")}
+                        or (len(b.split()) >= 2 and _major(parent)))
 
 
 _NUMBER_RE = re.compile(r"^\s*(?:(?:chapter|section|annex)\s+)?(\d+(?:\.\d+)*)\.?\s")

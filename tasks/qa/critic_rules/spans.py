@@ -319,8 +319,10 @@ def several_values(ctx: PairContext) -> list[Signal]:
 
 _STOP = frozenset("the a an of to in on at by for with and or is are was were what which does do did specify specifies "
                   "according paragraph section document".split())
-_LEAD_IN_RE = re.compile(r"(?:the\s+following(?:\s+[\w-]+){0,5}|as\s+follows)\s*[.:;]?\s*$", re.IGNORECASE)
-"""Not a bare '... below.': 'shall make one dynamic test ... according to the method described below.' states its
+_LEAD_IN_RE = re.compile(r"(?:the\s+following(?!\s+(?:year|month|week|day|quarter|period|morning)s?\b)(?:\s+[\w-]+){0,5}"
+                         r"|as\s+follows)\s*[.:;]?\s*$", re.IGNORECASE)
+"""'the following year' is a time, not a lead-in (Euro NCAP star rating 1.3, labelled usable). Not a bare '... below.':
+'shall make one dynamic test ... according to the method described below.' states its
 requirement before pointing on (a labelled usable UN R95 pair), and a pointer to a paragraph below is pointer_only's."""
 
 
