@@ -96,3 +96,11 @@ def test_false_rejections_of_round_12_are_fixed_and_the_rules_still_fire():
 
     assert _same_heading("TEST CONDITIONS Impact speed and overlap", "Impact speed and overlap")
     assert not _same_heading("Intrusion measurements", "Dummy kinematics, contact locations, and kinematic assessments")
+
+
+def test_value_twin_leaves_a_comparison_of_two_values_alone():
+    name = "critic.table.value_twin"
+    # '제1기 28명, 제2기 7명' compares two periods: not the twin of 'which item is largest in period 1? 여성' (usable)
+    assert not fires(name, with_siblings("제1기와 제2기 2050 탄소중립·녹색성장위원회의 여성 위원 수는 각각 몇 명인가요?"))
+    # the value of the 'highest' row is still a twin (UN R95 Table 2, labelled unusable)
+    assert fires(name, with_siblings("In Table 2 of UN Regulation No. 95, what is the mass (kg) for Thorax?"))

@@ -177,10 +177,12 @@ _EXTREME_RE = re.compile(r"\b(?:highest|lowest|largest|smallest|greatest|maximum
 
 @rule("critic.table.value_twin", "critic", "the question and the other questions of its chunk",
       "another question asks which row is highest/lowest and its answer is the row this question asks the value of "
-      "(the pair and its twin count once)", "useful")
+      "(the pair and its twin count once); not an answer of two values (a comparison)", "useful")
 def value_twin(ctx: PairContext) -> list[Signal]:
     """'what is the mass for Thorax' beside 'which part has the highest mass? Thorax'."""
     if _EXTREME_RE.search(_QUOTED_RE.sub(" ", ctx.question)):  # a quoted chart title may say 'Highest'
+        return []
+    if len(re.findall(r"\d+(?:[.,]\d+)?", ctx.answer)) >= 2:  # '제1기 28명, 제2기 7명': two values compared, not a twin
         return []
     q = _norm(ctx.question)
     for question, answer in ctx.siblings:
