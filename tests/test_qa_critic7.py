@@ -104,3 +104,10 @@ def test_value_twin_leaves_a_comparison_of_two_values_alone():
     assert not fires(name, with_siblings("제1기와 제2기 2050 탄소중립·녹색성장위원회의 여성 위원 수는 각각 몇 명인가요?"))
     # the value of the 'highest' row is still a twin (UN R95 Table 2, labelled unusable)
     assert fires(name, with_siblings("In Table 2 of UN Regulation No. 95, what is the mass (kg) for Thorax?"))
+
+
+def test_lead_in_reads_an_object_that_is_only_described_below():
+    name = "critic.answer.lead_in"
+    assert fires(name, labelled("What does paragraph 6.2.5 (Retractors) of UN Regulation No. 16 require?"))
+    # 'according to the method described below' after a requirement of its own (UN R95, labelled usable)
+    assert not fires(name, labelled("What does paragraph 6 (Dynamic tests) of Annex 5 to UN Regulation No. 95 require?"))

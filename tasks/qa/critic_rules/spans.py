@@ -326,15 +326,20 @@ _LEAD_IN_RE = re.compile(r"(?:the\s+following(?!\s+(?:year|month|week|day|quarte
 """'the following year' is a time, not a lead-in (Euro NCAP star rating 1.3, labelled usable). Not a bare '... below.':
 'shall make one dynamic test ... according to the method described below.' states its
 requirement before pointing on (a labelled usable UN R95 pair), and a pointer to a paragraph below is pointer_only's."""
+_BELOW_OBJECT_RE = re.compile(r"\b(?:at|in|to|fulfil|fulfill|meet|satisfy|with)\s+the\s+(?:\w+\s+){0,2}(?:requirements?|location|"
+                              r"positions?|conditions?|values?|points?|dimensions?)\s+(?:described|specified|defined|given|shown|"
+                              r"set\s+out|listed)\s+below\b", re.IGNORECASE)
+"""The answer's object is only 'the requirements specified below' or 'the location described below' (UN R16 6.2.5,
+FMVSS 214 S8.11): what it points at is not in it."""
 
 
 @rule("critic.answer.lead_in", "critic", "the answer",
-      "the answer ends by announcing what follows ('... under the following conditions.', 'as follows:'): the content is "
-      "not in it", "useful")
+      "the answer ends by announcing what follows ('... under the following conditions.', 'as follows:'), or its object "
+      "is only 'the location described below': the content is not in it", "useful")
 def lead_in(ctx: PairContext) -> list[Signal]:
     """An answer that is only the lead-in of a list or of sub-paragraphs."""
     return [Signal("useful", 2, "the answer is a lead-in: what it announces is not in it")] \
-        if _LEAD_IN_RE.search(ctx.answer.strip()) else []
+        if _LEAD_IN_RE.search(ctx.answer.strip()) or _BELOW_OBJECT_RE.search(ctx.answer) else []
 
 
 _ADMINISTRATIVE_RE = re.compile(
