@@ -111,3 +111,11 @@ def test_lead_in_reads_an_object_that_is_only_described_below():
     assert fires(name, labelled("What does paragraph 6.2.5 (Retractors) of UN Regulation No. 16 require?"))
     # 'according to the method described below' after a requirement of its own (UN R95, labelled usable)
     assert not fires(name, labelled("What does paragraph 6 (Dynamic tests) of Annex 5 to UN Regulation No. 95 require?"))
+
+
+def test_why_dimension_asks_why_a_specification_has_its_value():
+    name = "critic.grammar.why_dimension"
+    assert fires(name, labelled("Why is the pole 254 mm ±3 mm (10 inches) in diameter"))  # FMVSS 201
+    assert fires(name, labelled("Why is the pole 254 mm (10 inches) ±6 mm (0.25 in) in diameter"))  # FMVSS 214
+    # a timing that is the point of the design is a fair 'why' (textbook, labelled usable)
+    assert not fires(name, labelled("Why does a thorax airbag deploy between the occupant and the door in about 10 ms"))

@@ -12,7 +12,9 @@ Written from the leave-one-document-out misses of the calibrated critic on the 1
 - **restated condition**: a 'when ...?' question whose condition answer adds at most one word to the question ('when
   must the vehicle be capable ... within the range?' -> 'Where a range is specified'; '... gap of > 0.5 mm?' -> 'If
   there is a gap greater than 0.5 mm') or is only relative to something unnamed ('In the case of other types of
-  belts'): the pair asks nothing the question does not already say.
+  belts'): the pair asks nothing the question does not already say;
+- **why dimension**: 'Why is the pole 254 mm ±3 mm in diameter and set off from any mounting surface?': a stated
+  dimension is a specification, and the 'so that' clause the answer gives explains only the other predicate.
 
 Every rule is registered in ``tasks.qa.registry`` and counted only when document-grouped cross-validation keeps it
 (``tasks.qa.calibrate``).
@@ -111,5 +113,21 @@ def restated_condition(ctx: PairContext) -> list[Signal]:
     return []
 
 
-AMBIGUITY_RULES = (several_answers, next_item, restated_condition)
+_WHY_DIMENSION_RE = re.compile(
+    r"^\s*why\s+(?:is|are)\b[^?]*?\d+(?:[.,]\d+)?\s*(?:±\s*\d+(?:[.,]\d+)?\s*)?(?:mm|cm|m|in(?:ches)?|ft)\b[^?]*?"
+    r"\b(?:in\s+diameter|long|wide|high|thick|deep|in\s+length|in\s+width|in\s+height)\b", re.IGNORECASE)
+
+
+@rule("critic.grammar.why_dimension", "critic", "a 'why is/are ...' question",
+      "it asks why something has a stated dimension ('Why is the pole 254 mm ±3 mm in diameter and set off ...?'): a "
+      "specification is set, not explained, and the cause the answer gives belongs to another part of the sentence",
+      "grounded")
+def why_dimension(ctx: PairContext) -> list[Signal]:
+    """'Why is the pole 254 mm in diameter and set off from any mounting surface?' ('so that' explains the set-off)."""
+    if _WHY_DIMENSION_RE.search(ctx.question):
+        return [Signal("grounded", 2, "asks why a stated dimension has its value: the cause given is not for it")]
+    return []
+
+
+AMBIGUITY_RULES = (several_answers, next_item, restated_condition, why_dimension)
 """The rules of this module, in the order their reasons are listed."""
