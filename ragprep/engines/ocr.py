@@ -51,6 +51,8 @@ def _read_cached(path: Path | None) -> OcrResult | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
         data["words"] = tuple(tuple(w) for w in data.get("words", ()))
         result = OcrResult(**data)
         if not isinstance(result.text, str) or not all(isinstance(v, (int, float)) for v in
