@@ -138,3 +138,13 @@ def test_pptx_picture_of_a_table_becomes_a_table_element(tmp_path: Path):
     rows = table_rows(table.text)
     assert ["Door Opening During Impact", "-1.0", "0.0"] in rows
     assert ["Overall", "nan", "nan"] in rows
+
+
+def test_a_small_table_beside_a_chart_is_read_from_its_side_of_the_picture():
+    chart = [[("0.0", 30), ("11391 SEATLERE", 300)], [("-2.5", 20)], [("-5.0", 20)], [("-7.5", 20), ("x", 200)],
+             [("-10.0", 10)], [("-50", 60), ("0", 150), ("50", 240), ("100", 330)]]
+    table = [[("OLC [g]", 1100)], [("11391", 740), ("33.60", 1110)], [("14084", 740), ("37.34", 1110)]]
+    words = _words(chart) + [(w, c, x, y + 180, wd, h) for w, c, x, y, wd, h in _words(table)]
+    grid, why = grid_verdict(words)
+    assert grid == [["", "OLC [g]"], ["11391", "33.60"], ["14084", "37.34"]], why
+    assert "one side" in why

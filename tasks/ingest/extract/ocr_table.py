@@ -16,7 +16,8 @@ each column's cells line up (left, centre or right edges within ``ALIGN_TOLERANC
 ``MIN_ALIGNED`` of them), at least one column holds values (``MIN_VALUE_SHARE`` of its body cells numbers, ``nan``
 or a dash), and something labels them (a header row or a first column with words). Charts (tick labels in one
 column, or grids of numbers with no label), screenshots of code and prose fail these tests and keep their
-cleaned OCR text.
+cleaned OCR text. When the whole picture fails, the words on either side of each empty vertical band are tried on
+their own (a chart with a small results table beside it).
 """
 
 from __future__ import annotations
@@ -195,10 +196,21 @@ def _checks(grid: list[list[_Box | None]], height: float) -> str | None:
     return None
 
 
-def grid_verdict(words) -> tuple[list[list[str]] | None, str]:
-    """The table in OCR word boxes ``(text, confidence, left, top, width, height)`` as rows of cell texts, or None,
-    with the reason (``"table RxC"`` or why the words are not a grid)."""
-    rows = _rows(_boxes(words))
+def _gutters(boxes: list[_Box]) -> list[tuple[float, float]]:
+    """Vertical bands no word box crosses, wider than ``CELL_GAP`` line heights (between side-by-side parts of a
+    picture, and between the columns of a table)."""
+    height = statistics.median(b.h for b in boxes)
+    bands, right = [], None
+    for box in sorted(boxes, key=lambda b: b.x0):
+        if right is not None and box.x0 - right > CELL_GAP * height:
+            bands.append((right, box.x0))
+        right = box.x1 if right is None else max(right, box.x1)
+    return bands
+
+
+def _verdict(boxes: list[_Box]) -> tuple[list[list[str]] | None, str]:
+    """The grid in these word boxes, or None and why not."""
+    rows = _rows(boxes)
     if len(rows) < MIN_ROWS:
         return None, "fewer than 3 lines of words"
     cells = [_cells(row) for row in rows]
@@ -216,6 +228,30 @@ def grid_verdict(words) -> tuple[list[list[str]] | None, str]:
     if reason:
         return None, reason
     return [[cell.text if cell is not None else "" for cell in line] for line in grid], f"table {len(grid)}x{len(columns)}"
+
+
+def grid_verdict(words) -> tuple[list[list[str]] | None, str]:
+    """The table in OCR word boxes ``(text, confidence, left, top, width, height)`` as rows of cell texts, or None,
+    with the reason (``"table RxC"`` or why the words are not a grid).
+
+    When the whole picture is no table, each side of every empty vertical band is tried on its own: a screenshot
+    often puts a chart and a small table side by side. The largest table found wins."""
+    boxes = _boxes(words)
+    if not boxes:
+        return None, "no words"
+    grid, reason = _verdict(boxes)
+    if grid:
+        return grid, reason
+    found = []
+    for left, right in _gutters(boxes):
+        for part in ([b for b in boxes if b.x1 <= left], [b for b in boxes if b.x0 >= right]):
+            part_grid, part_reason = _verdict(part)
+            if part_grid:
+                found.append((len(part_grid) * len(part_grid[0]), part_grid, part_reason + " (one side of the picture)"))
+    if found:
+        _, grid, reason = max(found, key=lambda f: f[0])
+        return grid, reason
+    return None, reason
 
 
 def read_table(words) -> list[list[str]] | None:
