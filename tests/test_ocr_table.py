@@ -144,7 +144,12 @@ def test_a_small_table_beside_a_chart_is_read_from_its_side_of_the_picture():
     chart = [[("0.0", 30), ("11391 SEATLERE", 300)], [("-2.5", 20)], [("-5.0", 20)], [("-7.5", 20), ("x", 200)],
              [("-10.0", 10)], [("-50", 60), ("0", 150), ("50", 240), ("100", 330)]]
     table = [[("OLC [g]", 1100)], [("11391", 740), ("33.60", 1110)], [("14084", 740), ("37.34", 1110)]]
-    words = _words(chart) + [(w, c, x, y + 180, wd, h) for w, c, x, y, wd, h in _words(table)]
+    words = _words(chart, pitch=90) + [(w, c, x, y + 180, wd, h) for w, c, x, y, wd, h in _words(table)]
     grid, why = grid_verdict(words)
     assert grid == [["", "OLC [g]"], ["11391", "33.60"], ["14084", "37.34"]], why
     assert "one side" in why
+    # a band between the columns of one table (whose last column is ragged, so the whole is refused as a grid): the words
+    # level with the rows on the other side are its cells, so the left side alone is not offered as the table
+    table = [[("Test", 20), ("Drop height", 300), ("Min", 700)], [("1", 20), ("815", 300), ("46.0", 780)],
+             [("2", 20), ("204", 300), ("23.5", 860)], [("3", 20), ("459", 300), ("36.0", 940)]]
+    assert grid_verdict(_words(table))[0] is None  # without the level-words guard: the 4x2 left side

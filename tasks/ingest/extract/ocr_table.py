@@ -10,14 +10,15 @@ reports (``OcrResult.words``) are grouped
 
 The rows kept are the longest run of consecutive rows with two or more cells and no gap of more than ``MAX_PITCH``
 times the run's usual row pitch; a one-cell row directly above it whose cells fall in the run's columns is its
-header. The grid counts as real (``grid_verdict``) only when it has at least ``MIN_ROWS`` rows and ``MIN_COLS``
-columns, at least ``MIN_FILL`` of its cells are filled and every column in at least ``MIN_COLUMN_FILL`` of its rows,
-each column's cells line up (left, centre or right edges within ``ALIGN_TOLERANCE`` line heights for
-``MIN_ALIGNED`` of them), at least one column holds values (``MIN_VALUE_SHARE`` of its body cells numbers, ``nan``
-or a dash), and something labels them (a header row or a first column with words). Charts (tick labels in one
-column, or grids of numbers with no label), screenshots of code and prose fail these tests and keep their
-cleaned OCR text. When the whole picture fails, the words on either side of each empty vertical band are tried on
-their own (a chart with a small results table beside it).
+header. The grid counts as real (``grid_verdict``) only when it holds ``MIN_COVERAGE`` of the words, has at least
+``MIN_ROWS`` rows and ``MIN_COLS`` columns, at least ``MIN_FILL`` of its cells are filled and every column in at
+least ``MIN_COLUMN_FILL`` of its rows, each column's cells line up (left, centre or right edges within
+``ALIGN_TOLERANCE`` line heights for ``MIN_ALIGNED`` of them), at least one column holds values
+(``MIN_VALUE_SHARE`` of its body cells numbers, ``nan`` or a dash), and something labels them (a header row or a
+first column with words). Charts (tick labels in one column, or grids of numbers with no label), screenshots of
+code and prose fail these tests and keep their cleaned OCR text. When the whole picture fails, the words on either
+side of each empty vertical band are tried on their own (a chart with a small results table beside it), unless
+the other side has words level with most of its rows (then the band is a column gap of one larger table).
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ ALIGN_TOLERANCE = 1.0
 MIN_ALIGNED = 0.8
 MIN_VALUE_SHARE = 0.5
 MIN_WORD_CONFIDENCE = 20.0
+MIN_COVERAGE = 0.6
+MAX_SHARED_ROWS = 0.5
+"""A table on one side of an empty band is its own only when fewer than this share of its rows have words level
+with them on the other side (else the band is a column gap of a larger table)."""
+LEVEL_CONFIDENCE = 60.0
+"""Only words read at this confidence or more (and with two or more letters or digits: curves read as text give
+single marks) count as level with a row on the other side."""
+"""The grid must hold at least this share of the picture's (or picture side's) words: a run of rows cut out of a
+larger table whose multi-line cells break the rows, or out of a page of text, is no table of its own."""
 NUMBER_RE = re.compile(r"^[-+−–(]?\d[\d.,:/]*%?\)?$|^[-+−–]?[.,]\d+$")
 VALUE_WORDS = {"nan", "n/a", "na", "-", "–", "—", "x", "o", "ok", "pass", "fail", "yes", "no"}
 RULE_RESIDUE_RE = re.compile(r"^[|¦_~=—–\-]{2,}$|^[|¦]$")
@@ -51,6 +61,7 @@ class _Box:
     y0: float
     x1: float
     y1: float
+    conf: float = 100.0
 
     @property
     def cy(self) -> float:
@@ -81,7 +92,7 @@ def _boxes(words) -> list[_Box]:
         text = str(text).strip()
         if not text or float(conf) < MIN_WORD_CONFIDENCE or RULE_RESIDUE_RE.match(text) or height <= 0:
             continue
-        boxes.append(_Box(text, float(left), float(top), float(left + width), float(top + height)))
+        boxes.append(_Box(text, float(left), float(top), float(left + width), float(top + height), float(conf)))
     return boxes
 
 
@@ -208,15 +219,15 @@ def _gutters(boxes: list[_Box]) -> list[tuple[float, float]]:
     return bands
 
 
-def _verdict(boxes: list[_Box]) -> tuple[list[list[str]] | None, str]:
-    """The grid in these word boxes, or None and why not."""
+def _verdict(boxes: list[_Box]) -> tuple[list[list[str]] | None, str, list[_Row]]:
+    """The grid in these word boxes, or None, why not, and the rows the grid was read from."""
     rows = _rows(boxes)
     if len(rows) < MIN_ROWS:
-        return None, "fewer than 3 lines of words"
+        return None, "fewer than 3 lines of words", []
     cells = [_cells(row) for row in rows]
     start, end = _run(cells, [row.cy for row in rows])
     if end - start < 2:
-        return None, "no run of lines with two or more cells"
+        return None, "no run of lines with two or more cells", []
     kept = cells[start:end]
     columns = _columns(kept)
     above = cells[start - 1] if start > 0 else []
@@ -224,10 +235,24 @@ def _verdict(boxes: list[_Box]) -> tuple[list[list[str]] | None, str]:
         kept = [above, *kept]  # a header row with fewer cells (e.g. one label over the value column)
     grid = _placed(kept, columns)
     height = statistics.median(row.h for row in rows[start:end])
+    used = rows[start - (len(kept) - (end - start)):end]
+    in_grid = sum(len(row.words) for row in used)
+    if in_grid < MIN_COVERAGE * len(boxes):
+        return None, f"the grid holds only {in_grid} of {len(boxes)} words (a fragment of a larger layout)", used
     reason = _checks(grid, height)
     if reason:
-        return None, reason
-    return [[cell.text if cell is not None else "" for cell in line] for line in grid], f"table {len(grid)}x{len(columns)}"
+        return None, reason, used
+    texts = [[cell.text if cell is not None else "" for cell in line] for line in grid]
+    return texts, f"table {len(grid)}x{len(columns)}", used
+
+
+def _beside(rows: list[_Row], other: list[_Box]) -> bool:
+    """Whether confidently read words (two or more letters or digits) on the other side of a band line up with most
+    of these rows (then the band is a gap between columns of one table, not between a table and something else,
+    such as a chart whose curves Tesseract reads as scattered low-confidence marks)."""
+    other = [b for b in other if b.conf >= LEVEL_CONFIDENCE and sum(ch.isalnum() for ch in b.text) >= 2]
+    level = sum(any(abs(b.cy - row.cy) <= 0.5 * row.h for b in other) for row in rows)
+    return level >= MAX_SHARED_ROWS * len(rows)
 
 
 def grid_verdict(words) -> tuple[list[list[str]] | None, str]:
@@ -239,14 +264,16 @@ def grid_verdict(words) -> tuple[list[list[str]] | None, str]:
     boxes = _boxes(words)
     if not boxes:
         return None, "no words"
-    grid, reason = _verdict(boxes)
+    grid, reason, _ = _verdict(boxes)
     if grid:
         return grid, reason
     found = []
     for left, right in _gutters(boxes):
-        for part in ([b for b in boxes if b.x1 <= left], [b for b in boxes if b.x0 >= right]):
-            part_grid, part_reason = _verdict(part)
-            if part_grid:
+        west = [b for b in boxes if b.x1 <= left]
+        east = [b for b in boxes if b.x0 >= right]
+        for part, other in ((west, east), (east, west)):
+            part_grid, part_reason, rows = _verdict(part)
+            if part_grid and not _beside(rows, other):
                 found.append((len(part_grid) * len(part_grid[0]), part_grid, part_reason + " (one side of the picture)"))
     if found:
         _, grid, reason = max(found, key=lambda f: f[0])
