@@ -243,6 +243,11 @@ class QaSettings(BaseModel):
         "document-grouped CV precision reaches this; every other pair waits for review with the reason (0: every pair "
         "the critic passes is approved). 0.9 is the bar of issue 22; `ragprep qa audit` prints the figures.",
     )
+    cross_kind_bands: bool = Field(
+        True, description="judge, offline critic only: a pair none of whose own bands (document kind, kind/question type, "
+        "kind/generator rule) was measured may be auto-approved by its generator rule's or question type's band across the "
+        "other document kinds, where the calibrated policy opened it for the pair's kind (tasks/qa/gate.py).",
+    )
     roundtrip_k: int | None = Field(
         None, ge=0, description="judge: a pair's question searched over every chunk must find its own chunk in the top k "
         "(0: not checked; unset: the k of the calibrated critic policy, tasks/qa/critic_policy.json).",

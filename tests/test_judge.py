@@ -23,6 +23,7 @@ from tasks.qa.judge import (
     CRITERIA,
     JUDGE_FAILED,
     CriticScores,
+    cross_kind_bands,
     document_kinds,
     offline_precision_short,
     pair_bands,
@@ -296,9 +297,8 @@ def test_offline_judge_scores_flags_and_approves(root):
         failing = {f"low_quality:{c}" for c, s in zip(CRITERIA, scores) if s < settings.qa.critic_min_score}
         assert {f for f in pair["flags"] if f.startswith("low_quality:")} == failing
         assert pair["critic_usable"] == (not failing)
-        bands = pair_bands({"doc_kind": kinds[pair["doc_id"]], "question_type": pair["question_type"],
-                            "generator_rule": pair["generator_rule"]})
-        held = offline_precision_short(heuristic, settings, bands)  # the bands' grouped-CV precision
+        row = {"doc_kind": kinds[pair["doc_id"]], "question_type": pair["question_type"], "generator_rule": pair["generator_rule"]}
+        held = offline_precision_short(heuristic, settings, pair_bands(row), cross=cross_kind_bands(row))  # grouped-CV precision
         assert pair["status"] == ("approved" if pair["critic_usable"] and not pair["flags"] and not held else "pending")
         if pair["critic_usable"] and not pair["flags"] and held:
             assert held in pair["critic_reasons"]  # sent to review with its reason

@@ -60,7 +60,8 @@ def test_rules_are_registered_by_name():
         assert RULES[name].kind == "generate"
     # the protocol test-condition rule is a coverage rule too (under the bar by default: rules/protocols.py)
     assert [RULES[n].check for n in ("generate.coverage.procedure_step", "generate.coverage.provision_statement",
-                                     "generate.protocol.test_condition")] == list(COVERAGE_SOURCES)
+                                     "generate.protocol.test_condition", "generate.requirement.stated_value")
+            ] == list(COVERAGE_SOURCES)
 
 
 def test_an_instruction_is_an_imperative_and_a_statement_is_not():

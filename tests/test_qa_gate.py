@@ -246,3 +246,90 @@ def test_the_generator_rule_side_table_covers_every_labelled_pair():
     assert not missing, f"rerun python -m tasks.qa.calibrate --backfill-root ROOT: {len(missing)} pairs lack a line"
     rules = {line["generator_rule"] for line in table.values()} - {None}
     assert rules and all(name.startswith("generate.") for name in rules)
+
+
+def test_a_cross_kind_band_decides_only_where_no_own_band_was_measured():
+    from tasks.qa.gate import BandChoice
+    from tasks.qa.judge import band_decides, cross_kind_bands
+
+    row = {"doc_kind": "protocol", "question_type": "factual", "generator_rule": "generate.source.table_candidates"}
+    cross = cross_kind_bands(row)
+    assert cross == ("any/generate.source.table_candidates",)  # the rule across kinds; the question type is no band
+    assert cross_kind_bands({"doc_kind": "report", "question_type": "numeric"}) == ()  # no rule known: none
+    own = pair_bands(row)
+    assert band_decides(own, [], [], cross, cross) == cross[0]  # no own band measured: the rule's evidence elsewhere
+    assert band_decides(own, [], ["protocol"], cross, cross) is None  # the kind measured and failed: it vetoes
+    assert band_decides(own, ["protocol/factual"], [], cross, []) == "protocol/factual"  # an own band decides first
+    assert band_decides(own, [], [], cross, [], cross) is None  # the cross-kind band failed for this kind
+    choice = BandChoice(cross={cross[0]: ["korean", "report"]})
+    assert choice.decides(row) is None  # opened for other kinds only
+    assert choice.decides({**row, "doc_kind": "korean"}) == cross[0]
+
+
+def test_a_cross_kind_band_opens_for_a_kind_on_the_other_kinds_evidence_only():
+    from tasks.qa.gate import cross_kind_choice
+
+    def fig(usable, approved, documents):
+        return {"approved": approved, "usable": usable, "precision": usable / approved, "documents": documents,
+                "lower_bound": calibrate.wilson_lower(usable, approved)}
+
+    # holds in three kinds: opens for every kind, each judged on the other kinds' pairs
+    wide = {"any/r": {"korean": fig(30, 30, 2), "report": fig(16, 16, 3), "other": fig(12, 12, 2)}}
+    opened, failed = cross_kind_choice(wide)
+    assert set(opened["any/r"]) >= {"korean", "report", "other", "protocol", "meeting"} and not failed
+    # holds in one kind only (a regulation rule): opens for no kind, however good that kind's figure
+    narrow = {"any/r": {"regulation": fig(235, 242, 5), "protocol": fig(36, 41, 1)}}
+    opened, failed = cross_kind_choice(narrow)
+    assert not opened
+    # measured under the bar in one kind (enough pairs and documents): fails for every other kind
+    split = {"any/r": {"korean": fig(30, 30, 2), "report": fig(16, 16, 3), "regulation": fig(20, 30, 4)}}
+    opened, failed = cross_kind_choice(split)
+    assert opened.get("any/r") == ["regulation"] and "korean" in failed["any/r"]
+
+
+def test_cross_kind_bands_on_the_real_labels_hold_one_family_out():
+    from tests.qa_labelled import labelled_rows
+
+    items = calibrate.labelled(labelled_rows())
+    choice = calibrate.fit_band_choice(items)
+    # the table rule holds in Korean documents, reports and books, so it opens for the kinds with few documents
+    assert {"korean", "report", "meeting", "protocol"} <= set(choice.cross["any/generate.source.table_candidates"])
+    # the requirement rule holds in regulations alone: its evidence does not cross to protocols
+    assert "protocol" not in choice.cross.get("any/generate.provision.requirement", [])
+    table_pair = next(i for i in items if i.current and i.row["doc_kind"] == "korean"
+                      and i.row["generator_rule"] == "generate.source.table_candidates")
+    assert choice.decides(table_pair.row) == "any/generate.source.table_candidates"
+    requirement = next(i for i in items if i.current and i.row["doc_kind"] == "protocol"
+                       and i.row["generator_rule"] == "generate.provision.requirement")
+    assert choice.decides(requirement.row) is None
+    # nested CV with each pair's whole family out of training: what the cross-kind bands approve there stays >= 0.9
+    report = calibrate.grouped_cv(items, bands=True, group=lambda i: calibrate.family_of(i.doc))
+    crossed = {b: g for b, g in report.auto_by_band.items() if b.startswith("any/")}
+    assert crossed and sum(g["usable"] for g in crossed.values()) / sum(g["approved"] for g in crossed.values()) >= 0.9
+    assert report.auto["precision"] >= 0.9
+    off = calibrate.grouped_cv(items, bands=True, group=lambda i: calibrate.family_of(i.doc), cross_kind=False)
+    assert not any(b.startswith("any/") for b in off.auto_by_band) and off.auto["approved"] < report.auto["approved"]
+
+
+def test_the_judge_uses_cross_kind_bands_only_when_the_setting_is_on():
+    heuristic = {"provider": "heuristic"}
+    policy = {"auto_approve": {"bands": ["regulation"], "cv": {"precision": 0.95},
+                               "cross_kind_bands": {"any/generate.source.table_candidates": ["korean"]}}}
+    bands, cross = ("korean", "korean/numeric", "korean/generate.source.table_candidates"), ("any/generate.source.table_candidates",)
+    on = Settings(qa={"auto_approve_min_precision": 0.9})
+    assert offline_precision_short(heuristic, on, bands, policy, cross) == ""
+    off = Settings(qa={"auto_approve_min_precision": 0.9, "cross_kind_bands": False})
+    assert offline_precision_short(heuristic, off, bands, policy, cross).startswith("review:")
+    assert offline_precision_short(heuristic, on, ("report", "report/numeric"), policy, cross).startswith("review:")
+
+
+def test_audit_names_the_cross_kind_bands_in_force():
+    from tasks.qa.audit import critic_figures
+
+    policy = {"cv_family_out": {"all": {"precision": 0.87}},
+              "auto_approve": {"bands": ["regulation"], "cv": {"precision": 0.96},
+                               "cross_kind_bands": {"any/generate.source.table_candidates": ["korean", "report"]},
+                               "cv_family_out": {"approved": 156, "true_positives": 152, "precision": 0.974}}}
+    figures = critic_figures(policy, 0.9)
+    assert "cross-kind bands any/generate.source.table_candidates (korean, report)" in figures.in_force
+    assert "auto-approval 152 of 156 usable (precision 0.97)" in " ".join(figures.report().notes)

@@ -178,6 +178,10 @@ class CriticFigures(BaseModel):
     untested_bands: list[str] = []
     """Bands chosen on every labelled pair that no held-out document of the nested CV could try: not in force."""
     band_cv: dict[str, dict] = {}
+    cross_kind: dict[str, list[str]] = {}
+    """Cross-kind bands in force (``tasks.qa.gate``): per band, the document kinds it opens for."""
+    auto_family_out: dict = {}
+    """Held-out scores of the auto-approval when a pair's whole document family is left out of training."""
     min_precision: float = 0.0
     """``qa.auto_approve_min_precision`` in force."""
 
@@ -196,8 +200,11 @@ class CriticFigures(BaseModel):
                     "pair goes to review with its reason")
         untested = (f"; not in force: {', '.join(self.untested_bands)} (chosen, but no held-out document could try it)"
                     if self.untested_bands else "")
+        cross = "; ".join(f"{b} ({', '.join(kinds)})" for b, kinds in self.cross_kind.items())
+        cross = (f"; where none of a pair's own bands is measured, the cross-kind bands {cross} (its generator rule on the "
+                 "other kinds' documents)" if cross else "")
         return (f"auto-approved: pairs the critic passes in the bands {', '.join(self.bands)} (held-out precision "
-                f"{precision:.2f} >= {self.min_precision:.2f}; the most specific measured band of a pair decides){untested}; "
+                f"{precision:.2f} >= {self.min_precision:.2f}; the most specific measured band of a pair decides){cross}{untested}; "
                 "every other pair goes to review with its reason")
 
     def report(self) -> Report:
@@ -227,8 +234,11 @@ class CriticFigures(BaseModel):
         got = self.family_out
         if not got:
             return "Leave one document family out: not measured."
+        auto = self.auto_family_out
+        auto = (f"; auto-approval {_fmt(auto.get('true_positives'))} of {_fmt(auto.get('approved'))} usable "
+                f"(precision {_fmt(auto.get('precision'))})" if auto else "")
         return (f"Leave one document family out: precision {_fmt(got.get('precision'))}, recall {_fmt(got.get('recall'))}, "
-                f"unusable rejected {_fmt(got.get('unusable_rejected'))}.")
+                f"unusable rejected {_fmt(got.get('unusable_rejected'))}{auto}.")
 
 
 def _fmt(value) -> str:
@@ -243,7 +253,8 @@ def critic_figures(policy: dict, min_precision: float) -> CriticFigures:
                          auto_by_family=auto.get("cv_by_family") or {}, bands=auto.get("bands") or [],
                          untested_bands=auto.get("untested_bands") or [],
                          family_out=(policy.get("cv_family_out") or {}).get("all") or {},
-                         band_cv=auto.get("band_cv") or {}, min_precision=min_precision)
+                         band_cv=auto.get("band_cv") or {}, cross_kind=auto.get("cross_kind_bands") or {},
+                         auto_family_out=auto.get("cv_family_out") or {}, min_precision=min_precision)
 
 
 class QaAudit(BaseModel):

@@ -28,7 +28,19 @@ from tasks.qa.backfill import RULES_FILE, backfill, rule_of, still_asked, stored
 from tasks.qa.critic_rules import signals
 from tasks.qa.critic_structure import RULE_NAMES, _norm, structure_signals
 from tasks.qa.doc_kind import document_kind
-from tasks.qa.judge import CRITERIA, PairContext, band_decides, pair_bands
+from tasks.qa.gate import (
+    TARGET_PRECISION,
+    BandChoice,
+    band_choice,
+    band_figures,
+    by_band,
+    chosen_bands,
+    cross_kind_choice,
+    cross_kind_figures,
+    failing_bands,
+    wilson_lower,
+)
+from tasks.qa.judge import CRITERIA, PairContext
 from tasks.qa.roundtrip import NOT_RANKED
 
 LABEL_FILES = (
@@ -45,13 +57,13 @@ LABEL_FILES = (
     "tests/data/qa_labels_gen_round6.jsonl", "tests/data/qa_labels_gen_round7.jsonl",
     "tests/data/qa_labels_gen_round8.jsonl", "tests/data/qa_labels_gen_round9.jsonl",
     "tests/data/qa_labels_gen_round10.jsonl", "tests/data/qa_labels_critic_round6.jsonl",
-    "tests/data/qa_labels_gen_round11.jsonl",
+    "tests/data/qa_labels_gen_round11.jsonl", "tests/data/qa_labels_gate_round5.jsonl",
+    "tests/data/qa_labels_regcov_round1.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 KINDS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "qa_doc_kinds.json"
 """Per labelled document, the kind ``tasks.qa.doc_kind`` reads off *all* its chunks in a run (what the judge sees at
 run time), written by ``--kinds-root ROOT``; a document not in it gets the kind read off its labelled chunks."""
-TARGET_PRECISION = 0.9
 RULE_PRECISION = 0.7
 MARGIN = 0.02
 """How much more precision (or recall) a stricter setting must give on the training documents to be chosen."""
@@ -302,9 +314,11 @@ class CvReport:
     """The auto-approved pairs (critic approves and the pair's band was chosen on the other documents): scores."""
     auto_by_document: dict[str, dict] = field(default_factory=dict)
     bands: dict[str, list[str]] = field(default_factory=dict)
-    """Per held-out document, the bands chosen for auto-approval on the other documents."""
+    """Per held-out group (document, or family), the bands chosen for auto-approval on the other groups."""
     auto_by_band: dict[str, dict] = field(default_factory=dict)
     """Per band, the held-out pairs it auto-approved (the band that decided them): approved, usable, documents."""
+    cross: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """Per held-out group, the cross-kind bands opened on the other groups and the kinds they opened for."""
 
 
 def held_out_verdicts(items: Sequence[Labelled], group=lambda i: i.doc) -> list[bool]:
@@ -318,93 +332,47 @@ def held_out_verdicts(items: Sequence[Labelled], group=lambda i: i.doc) -> list[
     return verdicts
 
 
-BAND_MIN_APPROVED = 8
-"""A band is auto-approved only on evidence: at least this many held-out approved pairs ..."""
-BAND_MIN_DOCUMENTS = 3
-"""... from at least this many documents ..."""
-BAND_LOWER_BOUND = 0.85
-"""... and the one-sided 95% Wilson lower bound of its held-out precision at least this (besides the precision itself
-reaching ``TARGET_PRECISION``): a band that reached 0.9 by the luck of a few pairs is not chosen. (Tried on the 511
-labelled pairs of round 2: z 0.5 and 1.0 let bands in whose held-out precision fell to 0.71 and 0.86; 1.645 held.)"""
-BAND_Z = 1.645
-
-
-def wilson_lower(successes: int, trials: int, z: float = BAND_Z) -> float:
-    """The Wilson score interval's lower bound of a proportion (0 with no trials)."""
-    if not trials:
-        return 0.0
-    p = successes / trials
-    centre = p + z * z / (2 * trials)
-    spread = z * (p * (1 - p) / trials + z * z / (4 * trials * trials)) ** 0.5
-    return (centre - spread) / (1 + z * z / trials)
-
-
-def band_figures(items: Sequence[Labelled], verdicts: Sequence[bool]) -> dict[str, dict]:
-    """Per band, the held-out approved pairs, the usable ones among them, their precision and documents (pairs today's
-    generator still asks: ``Labelled.current``)."""
-    out: dict[str, dict] = {}
-    for item, verdict in zip(items, verdicts):
-        if not verdict or not item.current:
-            continue
-        for band in pair_bands(item.row):
-            got = out.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
-            got["approved"] += 1
-            got["usable"] += item.usable
-            got["documents"].add(item.doc)
-    return {b: {"approved": g["approved"], "usable": g["usable"], "precision": g["usable"] / g["approved"],
-                "lower_bound": wilson_lower(g["usable"], g["approved"]), "documents": len(g["documents"])}
-            for b, g in sorted(out.items())}
-
-
-def chosen_bands(figures: dict[str, dict]) -> list[str]:
-    """The bands whose held-out precision reaches ``TARGET_PRECISION`` on enough pairs and documents, with its
-    lower bound at least ``BAND_LOWER_BOUND``."""
-    return [b for b, g in figures.items() if g["approved"] >= BAND_MIN_APPROVED and g["documents"] >= BAND_MIN_DOCUMENTS
-            and g["precision"] >= TARGET_PRECISION and g["lower_bound"] >= BAND_LOWER_BOUND]
-
-
-def failing_bands(figures: dict[str, dict]) -> list[str]:
-    """The bands measured on enough pairs and documents whose held-out precision is under ``TARGET_PRECISION``: they
-    veto their wider band. A band that reaches the precision but not the lower bound lacks evidence, and does not."""
-    return [b for b, g in figures.items() if g["approved"] >= BAND_MIN_APPROVED and g["documents"] >= BAND_MIN_DOCUMENTS
-            and g["precision"] < TARGET_PRECISION]
-
-
 def fit_bands(items: Sequence[Labelled]) -> list[str]:
     """The bands to auto-approve, chosen on ``items`` alone by their own leave-one-document-out verdicts."""
-    return fit_band_choice(items)[0]
+    return fit_band_choice(items, cross_kind=False).chosen
 
 
-def fit_band_choice(items: Sequence[Labelled]) -> tuple[list[str], list[str]]:
-    """(chosen bands, measured bands that failed), both from ``items``' own leave-one-document-out verdicts."""
-    figures = band_figures(items, held_out_verdicts(items))
-    return chosen_bands(figures), failing_bands(figures)
+def fit_band_choice(items: Sequence[Labelled], cross_kind: bool = True) -> BandChoice:
+    """The bands chosen and failing (and the cross-kind bands opened, with ``cross_kind``), all from ``items``' own
+    leave-one-document-out verdicts (``tasks.qa.gate.band_choice``)."""
+    return band_choice(items, held_out_verdicts(items), cross_kind)
 
 
-def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
-    """Leave one document out: fit on the other documents, predict the held-out one.
+def grouped_cv(items: Sequence[Labelled], bands: bool = False, group=None, cross_kind: bool = True) -> CvReport:
+    """Leave one document (or one ``group``: ``lambda i: family_of(i.doc)``) out: fit on the others, predict the held-out one.
 
-    With ``bands``, also the auto-approval: the bands are chosen on the other documents (by their own inner
-    leave-one-document-out) and a held-out pair is auto-approved when the critic approves it and its band was chosen."""
-    docs = sorted({i.doc for i in items})
+    With ``bands``, also the auto-approval: the bands are chosen on the other groups (by their own inner
+    leave-one-document-out) and a held-out pair is auto-approved when the critic approves it and its band decides it
+    (``BandChoice.decides``; cross-kind bands only with ``cross_kind``)."""
+    group = group or (lambda i: i.doc)
     verdicts: dict[int, bool] = {}
     auto: dict[int, bool] = {}
-    by_doc, policies, auto_by_doc, chosen = {}, {}, {}, {}
+    policies, chosen, cross = {}, {}, {}
     kept: Counter = Counter()
     deciding: dict[int, str] = {}
-    for doc in docs:
-        train = [i for i in items if i.doc != doc]
-        test_idx = [n for n, i in enumerate(items) if i.doc == doc]
+    for name in sorted({group(i) for i in items}):
+        train = [i for i in items if group(i) != name]
         policy = fit(train)
-        policies[doc] = policy.as_json()
+        policies[name] = policy.as_json()
         kept.update(policy.rules)
-        chosen[doc], failing = fit_band_choice(train) if bands else ([], [])
-        for n in test_idx:
-            verdicts[n] = approve(items[n], policy)
-            band = band_decides(pair_bands(items[n].row), chosen[doc], failing) if verdicts[n] else None
-            auto[n] = band is not None and items[n].current
+        choice = fit_band_choice(train, cross_kind) if bands else BandChoice()
+        chosen[name], cross[name] = choice.chosen, choice.cross
+        for n, item in enumerate(items):
+            if group(item) != name:
+                continue
+            verdicts[n] = approve(item, policy)
+            band = choice.decides(item.row) if verdicts[n] else None
+            auto[n] = band is not None and item.current
             if auto[n]:
                 deciding[n] = band
+    by_doc, auto_by_doc = {}, {}
+    for doc in sorted({i.doc for i in items}):
+        test_idx = [n for n, i in enumerate(items) if i.doc == doc]
         by_doc[doc] = scores([items[n] for n in test_idx], [verdicts[n] for n in test_idx])
         asked = [n for n in test_idx if items[n].current]
         auto_by_doc[doc] = scores([items[n] for n in asked], [auto[n] for n in asked])
@@ -412,15 +380,8 @@ def grouped_cv(items: Sequence[Labelled], bands: bool = False) -> CvReport:
     overall = scores([items[n] for n in order], [verdicts[n] for n in order])
     asked = [n for n in order if items[n].current]
     auto_all = scores([items[n] for n in asked], [auto[n] for n in asked]) if bands else {}
-    by_band: dict[str, dict] = {}
-    for n, band in sorted(deciding.items()):
-        got = by_band.setdefault(band, {"approved": 0, "usable": 0, "documents": set()})
-        got["approved"] += 1
-        got["usable"] += items[n].usable
-        got["documents"].add(items[n].doc)
-    by_band = {b: {**g, "documents": len(g["documents"])} for b, g in sorted(by_band.items())}
     return CvReport(overall, by_doc, policies, dict(kept), auto_all, auto_by_doc if bands else {}, chosen if bands else {},
-                    by_band)
+                    by_band(deciding, items), cross if bands else {})
 
 
 def _fmt(value) -> str:
@@ -482,9 +443,15 @@ def render(report: CvReport, subsets: dict[str, Sequence[str]]) -> str:
         lines.append(f"  {doc[:44]:<44} " + " ".join(f"{k}={_fmt(got[k])}" for k in _KEYS))
     lines.append("rules kept in how many of the folds: " + ", ".join(f"{k} {v}" for k, v in sorted(report.rule_counts.items())))
     if report.auto:
-        lines.append(f"auto-approval (critic approves and the pair's band reached precision {TARGET_PRECISION} on the other "
-                     "documents, chosen by their own leave-one-document-out):")
-        lines.append(_row("all", report.auto))
+        lines.append(render_auto(report, "auto-approval (critic approves and the pair's band reached precision "
+                                 f"{TARGET_PRECISION} on the other documents, chosen by their own leave-one-document-out):"))
+    return "\n".join(lines)
+
+
+def render_auto(report: CvReport, title: str) -> str:
+    """The nested CV's auto-approval as plain text: overall, per family, the bands chosen and what they approved."""
+    lines = [title, _row("all", report.auto)]
+    if report.auto:
         for name, got in by_family(report.auto_by_document).items():
             lines.append(_row(name, got))
         chosen = Counter(b for bands in report.bands.values() for b in bands)
@@ -493,6 +460,9 @@ def render(report: CvReport, subsets: dict[str, Sequence[str]]) -> str:
         tried = ", ".join(f"{b} {g['usable']}/{g['approved']} usable ({g['documents']} docs)"
                           for b, g in report.auto_by_band.items())
         lines.append(f"held-out pairs each band auto-approved: {tried or 'none'}")
+        opened = Counter(f"{b} ({','.join(kinds)})" for got in report.cross.values() for b, kinds in got.items())
+        lines.append("cross-kind bands opened (for the kinds) in how many of the folds: "
+                     + (", ".join(f"{b} {n}" for b, n in sorted(opened.items())) or "none"))
     return "\n".join(lines)
 
 
@@ -532,14 +502,21 @@ def auto_policy(items: Sequence[Labelled], report: CvReport) -> dict:
     ``bands`` are the bands chosen on every document's held-out verdicts *and* tried on a held-out document by the
     nested CV (they decided at least one held-out pair: ``cv_by_band``); a band chosen only where no document of its
     kind was held out (three test reports: with one held out, two are left, under ``BAND_MIN_DOCUMENTS``) is listed in
-    ``untested_bands`` and not used. ``cv`` is how the choice, made on the other documents in each fold, did on the
-    held-out document. ``meets_target`` is True only when that held-out precision reaches ``TARGET_PRECISION``: the
-    judge auto-approves nothing otherwise."""
-    figures = band_figures(items, held_out_verdicts(items))
+    ``untested_bands`` and not used; so with the cross-kind bands (``tasks.qa.gate``: ``cross_kind_bands``, per band
+    the kinds it opens for; ``cross_kind_failing``; ``cross_kind_cv``, per band and kind). ``cv`` is how the choice,
+    made on the other documents in each fold, did on the held-out document. ``meets_target`` is True only when that
+    held-out precision reaches ``TARGET_PRECISION``: the judge auto-approves nothing otherwise."""
+    verdicts = held_out_verdicts(items)
+    figures = band_figures(items, verdicts)
     precision = report.auto.get("precision")
     chosen = chosen_bands(figures)
     tested = [b for b in chosen if b in report.auto_by_band]
+    cross_cv = cross_kind_figures(items, verdicts) if report.cross else {}
+    opened, failed = cross_kind_choice(cross_cv)
     return {"bands": tested, "untested_bands": [b for b in chosen if b not in tested],
+            "cross_kind_bands": {b: k for b, k in opened.items() if b in report.auto_by_band},
+            "cross_kind_untested": {b: k for b, k in opened.items() if b not in report.auto_by_band},
+            "cross_kind_failing": failed, "cross_kind_cv": cross_cv,
             "failing_bands": failing_bands(figures), "band_cv": figures, "cv_by_band": report.auto_by_band, "cv": report.auto,
             "cv_by_family": by_family(report.auto_by_document), "target_precision": TARGET_PRECISION,
             "meets_target": precision is not None and precision >= TARGET_PRECISION}
@@ -560,6 +537,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bands-on", choices=("asked", "all"), default="asked",
                         help="which labelled pairs the auto-approval bands are measured on: those today's generator still "
                         "asks (default; the pairs the gate can meet at run time) or all (for comparison)")
+    parser.add_argument("--cross-kind", choices=("on", "off"), default="on", help="cross-kind bands (a generator rule "
+                        "across the other document kinds: tasks/qa/gate.py) in the nested CV and the policy")
     args = parser.parse_args(argv)
     if args.backfill_root:
         lines = backfill(load_rows(args.files), args.backfill_root)
@@ -572,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     items = labelled(load_rows(args.files))
     items = every_pair_counts(items) if args.bands_on == "all" else items
     print(f"auto-approval bands measured on {sum(i.current for i in items)} of {len(items)} labelled pairs ({args.bands_on})")
-    report = grouped_cv(items, bands=True)
+    report = grouped_cv(items, bands=True, cross_kind=args.cross_kind == "on")
     docs = sorted({i.doc for i in items})
     print(render(report, {"new documents": [d for d in docs if NEW_DOCUMENTS_RE.match(d)],
                           "other documents": [d for d in docs if not NEW_DOCUMENTS_RE.match(d)]}))
@@ -582,13 +561,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("critic, leave one document family out (no document of the held-out kind in training):")
     for name, got in families.items():
         print(_row(name, got))
+    outer = grouped_cv(items, bands=True, group=lambda i: family_of(i.doc), cross_kind=args.cross_kind == "on")
+    print(render_auto(outer, "auto-approval, leave one document family out (bands chosen on the other families):"))
     print("policy fitted on every row:", json.dumps(policy.as_json()))
     print("auto-approval fitted on every row:", json.dumps({k: auto[k] for k in ("bands", "meets_target")}),
           "band precision:", ", ".join(f"{b} {g['precision']:.2f} ({g['approved']})" for b, g in auto["band_cv"].items()))
     if args.write_policy:
         stored = {**policy.as_json(), "cv": report.overall, "cv_by_family": by_family(report.by_document),
                   "cv_family_out": families,
-                  "labelled_pairs": len(items), "documents": len(docs), "auto_approve": auto}
+                  "labelled_pairs": len(items), "documents": len(docs),
+                  "auto_approve": {**auto, "cv_family_out": outer.auto,
+                                   "cv_family_out_by_family": by_family(outer.auto_by_document)}}
         POLICY_FILE.write_text(json.dumps(stored, indent=1) + "\n")
     return 0
 
@@ -597,4 +580,5 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["CRITERIA", "CvReport", "Labelled", "Policy", "approve", "asdict", "fit", "grouped_cv", "labelled", "load_rows"]
+__all__ = ["CRITERIA", "CvReport", "Labelled", "Policy", "approve", "asdict", "fit", "grouped_cv", "labelled", "load_rows",
+           "wilson_lower"]

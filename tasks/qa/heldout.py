@@ -23,7 +23,8 @@ from tasks.qa.calibrate import (
     load_rows,
     rule_hits,
 )
-from tasks.qa.judge import band_decides, document_kinds, pair_bands
+from tasks.qa.gate import BandChoice
+from tasks.qa.judge import document_kinds
 
 
 @dataclass
@@ -35,11 +36,11 @@ class HeldOutCoverage:
     auto_pairs: list[dict]
 
 
-def held_out_coverage(root: Path, items: Sequence[Labelled]) -> HeldOutCoverage:
+def held_out_coverage(root: Path, items: Sequence[Labelled], cross_kind: bool = True) -> HeldOutCoverage:
     """The run under ``root`` judged as on documents nobody labelled: each document's pairs get the critic policy and
     the auto-approval bands fitted on the labelled pairs of the *other* documents (the judge's rules, its pair flags
     and its run-time document kind), and its fact chunks (``tasks.qa.audit.holds_fact``) are counted with a pair
-    the critic passes and with a pair auto-approved."""
+    the critic passes and with a pair auto-approved (``cross_kind``: also by the cross-kind bands, ``tasks.qa.gate``)."""
     from ragprep.storage import Layout
     from ragprep.tables import TableStore
     from tasks.qa.audit import holds_fact
@@ -48,20 +49,20 @@ def held_out_coverage(root: Path, items: Sequence[Labelled]) -> HeldOutCoverage:
     store = TableStore(Layout(root))
     chunks, pairs, documents = store.read("chunks"), store.read("qa_pairs"), store.read("documents")
     contexts = pair_contexts(pairs, chunks, documents)
-    fitted: dict[str, tuple[Policy, list[str], list[str]]] = {}
+    fitted: dict[str, tuple[Policy, BandChoice]] = {}
     passed: dict[str, set[str]] = defaultdict(set)
     auto: dict[str, set[str]] = defaultdict(set)
     auto_pairs = []
     for pair, ctx in zip(pairs, contexts):
         if ctx.file_name not in fitted:
             train = [i for i in items if i.doc != ctx.file_name]
-            fitted[ctx.file_name] = (fit(train), *fit_band_choice(train))
-        policy, bands, failing = fitted[ctx.file_name]
+            fitted[ctx.file_name] = (fit(train), fit_band_choice(train, cross_kind))
+        policy, choice = fitted[ctx.file_name]
         if pair.review_decision or ctx.flags or not approve(Labelled(ctx.file_name, False, rule_hits(ctx), None), policy):
             continue
         passed[pair.chunk_id].add(pair.qa_id)
-        band = pair_bands({"doc_kind": ctx.doc_kind, "question_type": pair.question_type, "generator_rule": pair.generator_rule})
-        deciding = band_decides(band, bands, failing)
+        deciding = choice.decides({"doc_kind": ctx.doc_kind, "question_type": pair.question_type,
+                                   "generator_rule": pair.generator_rule})
         if deciding is not None:
             auto[pair.chunk_id].add(pair.qa_id)
             auto_pairs.append({"qa_id": pair.qa_id, "file_name": ctx.file_name, "doc_kind": ctx.doc_kind,
@@ -103,6 +104,12 @@ def render_coverage(got: HeldOutCoverage) -> str:
                  f"{total['with_auto']:>6} {total['with_auto'] / facts:>6.2f} {total['auto_pairs']:>6}")
     lines.append(f"  fact chunks with a pair the critic passes: {total['with_passed'] / facts:.2f}; "
                  f"with an auto-approved pair: {total['with_auto'] / facts:.2f}")
+    per_band: dict[str, Counter] = defaultdict(Counter)
+    for pair in got.auto_pairs:
+        per_band[pair["band"]][pair["file_name"]] += 1
+    lines.append("auto-approved pairs per deciding band (documents):")
+    for band, docs in sorted(per_band.items()):
+        lines.append(f"  {band} {sum(docs.values())}: " + ", ".join(f"{d} {n}" for d, n in sorted(docs.items())))
     return "\n".join(lines)
 
 
@@ -115,9 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "for a hand read")
     parser.add_argument("--bands-on", choices=("asked", "all"), default="asked", help="which labelled pairs the bands "
                         "are measured on (python -m tasks.qa.calibrate --help)")
+    parser.add_argument("--cross-kind", choices=("on", "off"), default="on", help="cross-kind bands (tasks/qa/gate.py)")
     args = parser.parse_args(argv)
     items = labelled(load_rows(args.labels))
-    got = held_out_coverage(args.root, every_pair_counts(items) if args.bands_on == "all" else items)
+    got = held_out_coverage(args.root, every_pair_counts(items) if args.bands_on == "all" else items, args.cross_kind == "on")
     print(render_coverage(got))
     if args.auto_pairs:
         args.auto_pairs.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in got.auto_pairs),

@@ -49,6 +49,8 @@ from tasks.qa.roundtrip import roundtrip_ranks
 from tasks.stage import run_items
 
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
+CROSS_KIND = "any"
+"""The kind part of a cross-kind band's name (``cross_kind_bands``)."""
 CRITERIA = CRITIC_CRITERIA
 JUDGE_FAILED = f"{LOW_QUALITY}:judge_failed"
 
@@ -204,15 +206,32 @@ def pair_bands(row: dict) -> tuple[str, ...]:
     return bands_of(str(row.get("doc_kind") or "other"), band_of(row), row.get("generator_rule"))
 
 
-def band_decides(bands: Sequence[str], chosen: Iterable[str], failing: Iterable[str] = ()) -> str | None:
+def cross_kind_bands(row: dict) -> tuple[str, ...]:
+    """The cross-kind band of a pair: its generator rule across every document kind
+    (``"any/generate.source.table_candidates"``; ``tasks.qa.gate``), none when the rule is unknown. The question type
+    across kinds was measured too and is no band: on the 1,547 labels (round 11) ``any/factual`` opened only for
+    protocols (every other kind met protocols' own 0.897 factual pairs) and its held-out pairs were 37 of 42 usable."""
+    return (f"{CROSS_KIND}/{row['generator_rule']}",) if row.get("generator_rule") else ()
+
+
+def band_decides(bands: Sequence[str], chosen: Iterable[str], failing: Iterable[str] = (), cross: Sequence[str] = (),
+                 cross_chosen: Iterable[str] = (), cross_failing: Iterable[str] = ()) -> str | None:
     """The band that lets a pair be auto-approved, or None: the most specific of ``bands`` (kind/generator rule, then
     kind/question type, then the kind) that was measured decides: chosen, it approves; measured on enough pairs and failed (``failing``), it
-    vetoes the wider band ('other' does not approve the 'other/numeric' pairs that missed the bar on their own)."""
+    vetoes the wider band ('other' does not approve the 'other/numeric' pairs that missed the bar on their own).
+    Only when none of its own bands was measured, its cross-kind bands (``cross``: ``cross_kind_bands``) decide the
+    same way, the rule's first: ``cross_chosen`` and ``cross_failing`` are those open or failing for its kind."""
     chosen, failing = set(chosen), set(failing)
     for band in reversed(tuple(bands)):
         if band in chosen:
             return band
         if band in failing:
+            return None
+    cross_chosen, cross_failing = set(cross_chosen), set(cross_failing)
+    for band in reversed(tuple(cross)):
+        if band in cross_chosen:
+            return band
+        if band in cross_failing:
             return None
     return None
 
@@ -230,14 +249,15 @@ def _no_band_reason(auto: dict, measured: float | None, bar: float) -> str:
 
 
 def offline_precision_short(provider: dict[str, str | None], settings: Settings, band: str | Sequence[str] | None = None,
-                            policy: dict | None = None) -> str:
+                            policy: dict | None = None, cross: Sequence[str] = ()) -> str:
     """Why the offline critic may not auto-approve a pair of ``band``, or '' when it may (or the critic is a model).
 
     ``band``: one band or the bands a pair belongs to (``pair_bands``: its document kind, and kind/question type).
     It may when ``qa.auto_approve_min_precision`` is 0, or when the calibrated auto-approval
     (``critic_policy.json``: ``auto_approve``) reached that precision under document-grouped cross-validation and
-    the pair's most specific measured band is one it approves (``band_decides``); otherwise the reason names the
-    measured figures."""
+    the pair's most specific measured band is one it approves (``band_decides``; ``cross``: the pair's cross-kind
+    bands, used when ``qa.cross_kind_bands`` is on and none of its own bands was measured); otherwise the reason names
+    the measured figures."""
     if provider.get("provider") != "heuristic" or not settings.qa.auto_approve_min_precision:
         return ""
     policy = POLICY if policy is None else policy
@@ -249,7 +269,11 @@ def offline_precision_short(provider: dict[str, str | None], settings: Settings,
     if band is None:
         return ""
     bands = (band,) if isinstance(band, str) else tuple(band)
-    if band_decides(bands, auto.get("bands", ()), auto.get("failing_bands", ())) is not None:
+    opened = (auto.get("cross_kind_bands") or {}) if settings.qa.cross_kind_bands else {}
+    failed = (auto.get("cross_kind_failing") or {}) if settings.qa.cross_kind_bands else {}
+    if band_decides(bands, auto.get("bands", ()), auto.get("failing_bands", ()), cross,
+                    [b for b, kinds in opened.items() if bands[0] in kinds],
+                    [b for b, kinds in failed.items() if bands[0] in kinds]) is not None:
         return ""
     figures = auto.get("band_cv") or {}
     shown = "; ".join(f"{b} {figures[b]['precision']:.2f} on {figures[b]['approved']} held-out pairs" if b in figures
@@ -278,8 +302,8 @@ def verdict(pair: QaPairRow, scores: CriticScores | None, provider: dict[str, st
         update |= {f"critic_{c}": s for c, s in scores.scores().items()}
         update |= {"critic_usable": scores.usable(minimum), "critic_reasons": list(scores.reasons)}
     approved = settings.qa.auto_approve and not flags and scores is not None and scores.usable(settings.qa.critic_min_score)
-    below = offline_precision_short(provider, settings, pair_bands({"doc_kind": doc_kind, "question_type": pair.question_type,
-                                                                    "generator_rule": pair.generator_rule}))
+    row = {"doc_kind": doc_kind, "question_type": pair.question_type, "generator_rule": pair.generator_rule}
+    below = offline_precision_short(provider, settings, pair_bands(row), cross=cross_kind_bands(row))
     if approved and below:
         approved = False
         update["critic_reasons"] = [*update.get("critic_reasons", []), below]

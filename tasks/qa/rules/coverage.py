@@ -12,6 +12,9 @@ the corpus: about a third of the chunks holding a fact got no pair, most of them
   a device is, in the present tense without "shall" ("S11.3 The stabilized temperature of the test dummy at the time
   of the test is at any temperature between 20.6 degrees C and 22.2 degrees C."). Asked: "What does paragraph S11.3
   (...) of FMVSS No. 214 specify?" -> that statement.
+- ``generate.protocol.test_condition`` (``tasks.qa.rules.protocols``) and ``generate.requirement.stated_value``
+  (``tasks.qa.rules.requirements``: "The front plates are 1,500 ± 1 mm wide and 250 ± 1 mm high." -> "what are the
+  dimensions of the front plates?"), each under 0.85 usable on documents it was not written from.
 
 They are a fallback: ``coverage_candidates`` is asked only for a chunk the other rules give no question, and only with
 the setting ``qa.coverage_rules`` (off by default; see ``tasks.qa.generate.generate_for_chunk``), so they add pairs
@@ -42,6 +45,7 @@ from tasks.qa.rules.provisions import (
     garbled,
     provision_units,
 )
+from tasks.qa.rules.requirements import stated_value_candidates
 from tasks.qa.rules.text import Candidate, ChunkView, doc_phrase
 
 MAX_STEP_CHARS = 400
@@ -197,7 +201,8 @@ def provision_statement_candidates(view: ChunkView) -> Iterator[Candidate]:
             yield Candidate(f"What does {_reference(view, unit)} specify?", answer, "factual", "text")
 
 
-COVERAGE_SOURCES = (procedure_step_candidates, provision_statement_candidates, test_condition_candidates)
+COVERAGE_SOURCES = (procedure_step_candidates, provision_statement_candidates, test_condition_candidates,
+                    stated_value_candidates)
 """The fallback sources, in the order their questions are mixed."""
 
 

@@ -218,5 +218,70 @@ def condition_candidates(view: ChunkView) -> Iterator[Candidate]:
         yield Candidate(question[:1].upper() + question[1:], clause, "factual", "text")
 
 
+_STATED_RE = re.compile(
+    r"^(?P<subject>(?:[Tt]he|An?|Each)\s[^,;:]{3,110}?)\s(?P<verb>is|are|weighs|weigh)\s(?P<placed>(?:located|positioned|"
+    r"set|maintained)\s(?:at\s)?)?(?:(?:approximately|about|nominally)\s)?(?P<value>" + _NUMBER + r")"
+)
+_STATED_UNIT_RE = re.compile(r"^\d[\d,.]*(?:\s?(?:±|[-–]|to)\s?\d[\d,.]*)?\s?(?:%|°|º|kg|g|t|N|kN|daN|mm|cm|m|km/h|"
+                             r"m/s|mph|ms|s|seconds?|minutes?|hours?|degrees?|percent|MPa|kPa|bar|V|A|J|lb|in\.?)(?![\w/])")
+"""The value is a measure with its unit ("52 kg", "175–250 kg", "12.5 ± 2.5%", "160 mm"), not a count or a label."""
+_STATED_NOT_IN_SUBJECT = frozenset("it this that these those they there which who where when if its their same such "
+                                   "following above below former latter said".split())
+
+
+def stated_value_question(sentence: str, context: str = "") -> str:
+    """"what is the total weight of the five digital cameras?" for "The total weight of the five digital cameras ... is
+    approximately 52 kg."; "how much does X weigh?" for "X weighs 10 kg."; "where is X located?" for "X is located
+    160 mm rearward ..."; '' when the sentence is no plain statement of a measured value about a named thing."""
+    if re.search(r"\b(?:shall|must|should|may)\b", sentence):
+        return ""  # a requirement: the limit rules ask it
+    condition, main = _condition(sentence)
+    found = _STATED_RE.match(main)
+    if not found or not _STATED_UNIT_RE.match(found.group("value").strip() + sentence[main.find(found.group("value")) +
+                                                                                   len(found.group("value")):][:12]):
+        return ""
+    subject = _MODIFIER_RE.sub("", found.group("subject").strip())
+    subject = re.sub(r"\s\((?:[A-Z][\w-]{0,10})\)$", "", subject)  # "the head center of gravity (CG-R)" -> named by its words
+    words = subject.lower().split()
+    content = [w for w in words if w not in _DETERMINERS]
+    if (not 2 <= len(words) <= 14 or len(content) < 2 or _STATED_NOT_IN_SUBJECT & set(words) or _CLAUSE_WORDS & set(words[1:])
+            or re.search(r"\d|[()]", subject)):
+        return ""
+    if re.search(r"\bof\sthe\s[a-z]+[^s\W]s$", subject):
+        return ""  # "the combined weight of the systems": which systems only the sentences before say
+    phrase = clean_name(_lower_first(subject, context))
+    tail = f" {condition}" if condition else ""
+    dimensions = re.findall(r"\d\s?(?:mm|cm|m)\s(high|wide|deep|long|thick|tall)\b", main)
+    if dimensions:  # "The base unit is 184 cm high, 366 cm wide, and 542 cm deep."
+        return (f"what are the dimensions of {phrase}{tail}?" if len(dimensions) > 1
+                else f"how {dimensions[0]} {found.group('verb')} {phrase}{tail}?")
+    if found.group("verb").startswith("weigh"):
+        return f"how much {'does' if found.group('verb') == 'weighs' else 'do'} {phrase} weigh{tail}?"
+    if found.group("placed") and found.group("placed").startswith(("located", "positioned")):
+        return f"where {found.group('verb')} {phrase} {found.group('placed').split()[0]}{tail}?"
+    if found.group("placed"):
+        return f"at what value {found.group('verb')} {phrase} {found.group('placed').split()[0]}{tail}?"
+    return f"what {found.group('verb')} {phrase}{tail}?"
+
+
+@rule("generate.requirement.stated_value", "generate", "a sentence of a regulation or protocol that states a measured "
+      "value of a named thing without a modal ('The total weight of the cameras ... is approximately 52 kg.', 'The "
+      "onboard braking system weighs approximately 11 kg.', 'the head center of gravity (CG-R) is located 160 mm "
+      "rearward ...')", "numeric")
+def stated_value_candidates(view: ChunkView) -> Iterator[Candidate]:
+    """Value questions naming the document, the paragraph or section and the thing measured; the sentence answers."""
+    if view.language != "en" or view.handle.doc_kind not in ("regulation", "protocol") or not doc_phrase(view):
+        return
+    for sentence in _item_sentences(view.markdown):
+        question = stated_value_question(sentence, view.markdown)
+        place = _place(view, _paragraph_number(view.markdown, sentence)) if question else ""
+        if question and place and not _GARBLED_RE.search(sentence) and len(sentence) <= 300:
+            yield Candidate(f"According to {place}, {question}", sentence, "numeric", "text")
+
+
 REQUIREMENT_SOURCES = (limit_candidates, condition_candidates)
-"""Requirement and condition questions: asked first of a regulation's or protocol's chunk."""
+"""Requirement and condition questions: asked first of a regulation's or protocol's chunk. The stated-value rule is a
+coverage rule (``tasks.qa.rules.coverage``, behind ``qa.coverage_rules``): developed on UN R16, FMVSS 201, IIHS moderate
+overlap and Euro NCAP CP 008-1, its pairs on the documents it was not written from (UN R95, FMVSS 214/301, IIHS roof
+strength) were 8 of 10 usable (``tests/data/qa_labels_regcov_round1.jsonl``), under the 0.85 a default rule needs: "the
+center of gravity" without the barrier it belongs to, and "what is the midpoint of ...?" for a position."""

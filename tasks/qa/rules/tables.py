@@ -349,7 +349,10 @@ def table_caption(markdown: str, table_markdown: str, language: str = "en") -> s
     if position < 0 and whole:
         position = markdown.find(whole.splitlines()[0])
     before = [ln.strip() for ln in markdown[:position].splitlines() if ln.strip()] if position > 0 else []
-    before = [ln for ln in before if not re.match(r"^※|^-\s*\d+\s*-$|^\||^\*", ln)][-2:]
+    own = [ln.strip() for ln in whole.split("\n|", 1)[0].splitlines() if ln.strip() and not ln.startswith("|")]
+    before = before + own if whole.startswith(("**", "Table", "Tab.")) else before  # a caption the table itself carries
+    before = [re.sub(r"^\*\*(.+?)\*\*$", r"\1", ln) for ln in before]  # a bold caption ("**Table 2 Dummy ...**")
+    before = [ln for ln in before if not re.match(r"^※|^-\s*\d+\s*-$|^\||^\*", ln)][-2:]  # not a footnote ("* ...")
     for line in reversed(before):
         match = _CAPTION_RE.match(line)
         if match:
@@ -362,6 +365,14 @@ def table_caption(markdown: str, table_markdown: str, language: str = "en") -> s
 
 
 _PARAGRAPH_RE = re.compile(r"(?m)^(?:#+\s*)?(S\d+(?:\.\d+)*[a-z]?|\d+(?:\.\d+)+)\.?\s")
+
+
+def _annexed(view: ChunkView, caption: str) -> str:
+    """A regulation annex's table label with its annex ("Table 2 of Annex 6"): an annex numbers its tables anew."""
+    from tasks.qa.rules.provisions import annex_of
+
+    annex = annex_of(view) if caption and view.handle.kind == "standard" and view.language == "en" else ""
+    return f"{caption} of {annex}" if annex and annex.lower() not in caption.lower() else caption
 
 
 def _paragraph_caption(view: ChunkView, table_markdown: str) -> str:
@@ -411,7 +422,7 @@ def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
     yield from _key_value_table_candidates(view, doc)
     parsed = [(element_id, markdown, parse_table(markdown)) for element_id, markdown in view.tables
               if key_value_rows(markdown) is None]
-    parsed = [(e, m, t, table_caption(view.markdown, m, view.language) or _paragraph_caption(view, m))
+    parsed = [(e, m, t, _annexed(view, table_caption(view.markdown, m, view.language)) or _paragraph_caption(view, m))
               for e, m, t in parsed if t is not None]
     for element_id, _, table, caption in parsed:
         others = [(t, c) for e, _, t, c in parsed if e != element_id]
