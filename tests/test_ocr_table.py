@@ -153,3 +153,31 @@ def test_a_small_table_beside_a_chart_is_read_from_its_side_of_the_picture():
     table = [[("Test", 20), ("Drop height", 300), ("Min", 700)], [("1", 20), ("815", 300), ("46.0", 780)],
              [("2", 20), ("204", 300), ("23.5", 860)], [("3", 20), ("459", 300), ("36.0", 940)]]
     assert grid_verdict(_words(table))[0] is None  # without the level-words guard: the 4x2 left side
+
+
+@needs_tesseract
+def test_scanned_pdf_page_of_a_table_gets_a_table_element(tmp_path: Path):
+    """A PDF page that is only a picture (a scan) of the real deck's slide-4 rating table: the OCR page row keeps the
+    raw OCR text and a table row follows it. (The page is rendered in grey for OCR, where the orange "14084" of the
+    header is as light as a pastel cell fill, so only the body rows and the first test number are asserted.)"""
+    import pymupdf
+
+    pdf = pymupdf.open()
+    page = pdf.new_page(width=842, height=595)
+    page.insert_image(pymupdf.Rect(20, 60, 822, 504), stream=_picture(4))
+    path = tmp_path / "scanned_table.pdf"
+    pdf.save(str(path))
+    settings = Settings(root=tmp_path / "root", ocr={"enabled": True})
+    layout = Layout(settings.root)
+    from ragprep.engines.ocr import make_ocr_engine
+
+    ctx = ExtractContext(doc_id="s", source_path=str(path), settings=settings, layout=layout,
+                         ocr=make_ocr_engine(settings, layout))
+    elements = extract(path, ctx).elements
+    ocr_page = next(e for e in elements if e.kind == "ocr_page")
+    tables = [e for e in elements if e.kind == "table"]
+    assert ocr_page.ocr_status == "ok" and "Femur" in ocr_page.ocr_text
+    assert len(tables) == 1 and tables[0].extractor == "pymupdf+tesseract-grid" and tables[0].order > ocr_page.order
+    rows = table_rows(tables[0].text)
+    assert rows[0][:2] == ["", "11391"] and len(rows) == 6
+    assert ["Femur", "4.0", "0.0"] in rows and ["Chest", "nan", "nan"] in rows and ["Head", "4.0", "4.0"] in rows

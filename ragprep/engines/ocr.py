@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ragprep.settings import Settings
     from ragprep.storage import Layout
 
-OCR_RULES_VERSION = "lines-v2-boxes"
+OCR_RULES_VERSION = "lines-v3-boxes"
 """Bump when the post-processing of Tesseract output changes (invalidates the cache)."""
 
 _log = logging.getLogger("ragprep.cache")
@@ -185,6 +185,9 @@ class TesseractOcr:
             # Text in ruled cells (often on coloured fills) is missed by the page-layout read; one uniform block
             # with the rules painted out reads every cell, and its boxes are what the table reader needs.
             layout = self._recognize_with(without_lines(img), langs, deadline, limit, psm=6)
+            if result.n_chars < LAYOUT_TEXT_SHARE * layout.n_chars:
+                # the page-layout read lost most of the text (a page that is one ruled table can read as nothing)
+                result = layout
             result = replace(result, words=layout.words)
         return result
 
@@ -224,6 +227,9 @@ class TesseractOcr:
 
 MIN_RULES = (3, 2)
 """Horizontal and vertical ruling lines a picture needs before it gets the second, table-layout read."""
+LAYOUT_TEXT_SHARE = 0.5
+"""The table-layout read's text replaces the page-layout read's when that kept under this share of its letters
+and digits."""
 RULE_SHARE = 0.3
 """A pixel row (column) is a ruling line when at least this share of it is dark."""
 DARK = 160
@@ -264,11 +270,14 @@ def ruling_lines(img) -> tuple[list[int], list[int]]:
 
 def ink_mask(img):
     """Pixels that are ink: dark in their darkest channel and not light overall, so coloured text (blue, orange,
-    red) is ink and light or pastel cell fills (green, yellow, grey) are not."""
+    red) is ink and light or pastel cell fills (green, yellow, grey) are not; in a greyscale image (a rendered PDF
+    page), pixels darker than ``DARK``."""
     import numpy as np
 
-    rgb = np.asarray(img.convert("RGB")).astype(np.int16)
     grey = np.asarray(img.convert("L"))
+    if img.mode == "L":  # no colour to tell coloured text from a fill: the ruling-line threshold
+        return grey < DARK
+    rgb = np.asarray(img.convert("RGB")).astype(np.int16)
     return (rgb.min(axis=2) < INK_CHANNEL) & (grey < INK_GREY)
 
 
