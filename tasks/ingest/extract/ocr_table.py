@@ -40,7 +40,7 @@ MIN_ALIGNED = 0.8
 MIN_VALUE_SHARE = 0.5
 MIN_WORD_CONFIDENCE = 20.0
 MIN_COVERAGE = 0.6
-MAX_SHARED_ROWS = 0.5
+MAX_SHARED_ROWS = 0.4
 """A table on one side of an empty band is its own only when fewer than this share of its rows have words level
 with them on the other side (else the band is a column gap of a larger table)."""
 LEVEL_CONFIDENCE = 60.0
