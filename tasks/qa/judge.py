@@ -159,9 +159,12 @@ def pair_context(pair: QaPairRow, chunk: ChunkRow | None, file_name: str, also_i
 
 
 def title_counts(chunks: Sequence[ChunkRow]) -> dict[str, dict[str, int]]:
-    """Per document, how many of its chunks carry each normalised title (a page running head repeats)."""
+    """Per document, how many of its sections' first chunks carry each normalised title (a page running head
+    repeats; the later parts of one long section share its title and count once)."""
     out: dict[str, Counter] = {}
     for chunk in chunks:
+        if chunk.part_index:
+            continue
         out.setdefault(chunk.doc_id, Counter())[norm_title(chunk.title)] += 1
     return {doc: {t: n for t, n in counts.items() if n >= 2} for doc, counts in out.items()}
 
@@ -354,7 +357,7 @@ def pair_contexts(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], docume
         name = file_names.get(pair.doc_id) or Path(pair.source_path).name
         out.append(pair_context(pair, by_chunk.get(pair.chunk_id), name, also_in, title_repeats=repeats.get(pair.doc_id, {}),
                                 roundtrip_rank=ranks.get(pair.qa_id), roundtrip_k=k,
-                                siblings=tuple((p.question, p.answer) for p in by_own[pair.chunk_id] if p.question != pair.question),
+                                siblings=tuple((p.question, p.answer) for p in by_own[pair.chunk_id] if p is not pair),
                                 doc_kind=kinds.get(pair.doc_id, "")))
     return out
 
