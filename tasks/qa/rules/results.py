@@ -130,9 +130,11 @@ def results_candidates(view: ChunkView) -> Iterator[Candidate]:
         table = results_table(markdown)
         if table is None:
             continue
-        cells = list(_cell_questions(table, view, doc, element_id))
+        compared = list(_comparison(table, view, doc, element_id))
+        skip = {m for m, _ in compared}  # the comparison's answer carries both cells of its measure: not asked again
+        cells = list(_cell_questions(table, view, doc, element_id, skip))
         yield from cells[:1]
-        yield from _comparison(table, view, doc, element_id)
+        yield from (c for _, c in compared)
         yield from cells[1:MAX_RESULT_CELLS]
 
 
@@ -141,24 +143,26 @@ def _title_measure(table: ResultsTable, view: ChunkView) -> bool:
     return len(table.measures) == 1 and any(w in section for w in re.findall(r"[a-z]{3,}", table.measures[0][0].lower()))
 
 
-def _cell_questions(table: ResultsTable, view: ChunkView, doc: str, element_id: str) -> Iterator[Candidate]:
+def _cell_questions(table: ResultsTable, view: ChunkView, doc: str, element_id: str,
+                    skip: set[int]) -> Iterator[Candidate]:
     """Cells spread over measures first: measure i asks test i mod n, so each measure is asked once before any twice."""
     titled = _title_measure(table, view)
     order = [(m, (m + k) % len(table.tests)) for k in range(len(table.tests)) for m in range(len(table.measures))]
     for m, t in order:
         value = table.values[m][t] if t < len(table.values[m]) else ""
-        if _empty(value) or parse_number(value) is None:
+        if m in skip or _empty(value) or parse_number(value) is None:
             continue
         name, unit = table.measures[m]
         question = f"In {_test_phrase(table.tests[t])} of {doc}, what was {_measure_phrase(name, view, titled)}?"
         yield Candidate(question, _answer(value, unit), "numeric", "table", element_id)
 
 
-def _comparison(table: ResultsTable, view: ChunkView, doc: str, element_id: str) -> Iterator[Candidate]:
-    """Which of two tests recorded the higher value of one measure (both positive, clearly different)."""
+def _comparison(table: ResultsTable, view: ChunkView, doc: str, element_id: str) -> Iterator[tuple[int, Candidate]]:
+    """(measure index, question): which of two tests recorded the higher value of one measure (both positive, clearly
+    different); the answer is the test id with both values, as the table writes them."""
     if len(table.tests) != 2:
         return
-    for (name, unit), values in zip(table.measures, table.values):
+    for m, ((name, unit), values) in enumerate(zip(table.measures, table.values)):
         numbers = [parse_number(v) if not _empty(v) else None for v in values]
         if any(n is None or n <= 0 for n in numbers) or abs(numbers[0] - numbers[1]) < MIN_RELATIVE_GAP * max(numbers):
             continue
@@ -166,7 +170,6 @@ def _comparison(table: ResultsTable, view: ChunkView, doc: str, element_id: str)
         first, second = (_test_phrase(t) for t in table.tests)
         measure = _measure_phrase(name, view, _title_measure(table, view))
         question = f"In {doc}, which test recorded the higher value of {measure}: {first} or {second}?"
-        answer = (f"{_test_phrase(table.tests[high]).capitalize()} "
-                  f"({_answer(values[high], unit)} vs. {_answer(values[1 - high], unit)})")
-        yield Candidate(question, answer, "comparative", "table", element_id)
+        answer = f"{table.tests[high]} ({_answer(values[high], unit)} vs. {_answer(values[1 - high], unit)})"
+        yield m, Candidate(question, answer, "comparative", "table", element_id)
         return
