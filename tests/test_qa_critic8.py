@@ -27,3 +27,15 @@ def test_construction_label_is_an_answer_resting_on_a_figure_or_construction_lab
     # a distance to a point ('a point 162 mm rearward') is no label (FMVSS 216, labelled usable)
     assert not fires(name, labelled("According to FMVSS No. 216, what does roof over the front seat area mean?",
                                     usable=True))
+
+
+def test_fragment_handle_is_a_heading_cut_inside_a_phrase_or_a_figure_caption():
+    name = "critic.handle.fragment"
+    assert fires(name, labelled("How is the Viscous Criterion (VC) calculated, according to the \"for EUROSID 1\" section",
+                                usable=False))  # UN R95
+    assert fires(name, labelled("What angle does the \"Figure 3 MGA Roof Crush Test System\" section", usable=False))  # IIHS
+    # a full heading with a curly apostrophe inside is no fragment (IBM redbook, labelled usable)
+    assert not fires(name, labelled("Why must video data be transformed into frames, according to the \"Use case 5",
+                                    usable=True))
+    # a lower-case heading that opens with a long word is a heading (UN R16 'rearward-facing ISOFIX ...')
+    assert not fires(name, labelled("In the \"rearward-facing ISOFIX child restraint systems"))
