@@ -82,6 +82,23 @@ _LOST_GLYPH_RE = re.compile(r"[\w%°]\s{2,}\d|[\ue000-\uf8ff]|\b(?:mm|cm|kg|kN|N
 """A glyph the PDF's font dropped or left undecoded: two spaces before a number ("100 N  10 N" for "100 N ± 10 N",
 "elongation  12 per cent" for "≥ 12 per cent"), a private-use character ("position \\uf0b1 25 mm"), or a footnote mark
 glued to a value ("12.7 mm.8 The impactor"): the value as written is wrong."""
+_CONSTRUCTION_RE = re.compile(r"\b(?:Points?|Planes?|Lines?|Spheres?)\s+(?:[A-Z]{1,3}|\d{1,3}|[a-z](?:\s?-\s?[A-Z]\s?-\s?[a-z])?)\b"
+                              r"|\blines?\s+[a-z]-[A-Z]-[a-z]\b|\b[a-z]-[a-z]\b(?=\s*(?:,|and|\.))")
+"""A labelled construction entity another step defines ("Point X", "Plane 25", "Point APR", "lines a-O-b and c-P-d",
+"Point 17"): a step or statement that names one is a step of a geometric construction, meaningless without the steps
+before it (FMVSS 201's forehead zone and target locations, UN R16's manikin figure references)."""
+_SEE_ALSO_RE = re.compile(r"\((?:see|refer to)\s[^)]*\)|\(part No\.?\s?\w+\)", re.IGNORECASE)
+"""A parenthetical pointer ("(see Table 1)", "(see Figures 3 and 4)", "(part No. 4h)")."""
+MIN_POINTED_WORDS = 10
+"""A statement with such a pointer says something of its own only in at least this many words besides it ("The
+manikin is covered by a special overall (see Table 1)." is a caption of the table, not a fact)."""
+
+
+def _pointer_caption(text: str) -> bool:
+    """True for a second block run into the text ("Structure of the lower leg (see Figures 3 and 4)\n\nThe ...") or a
+    short statement that leans on a parenthetical pointer."""
+    return bool(re.search(r"\n\s*\n", text.strip())) or (
+        bool(_SEE_ALSO_RE.search(text)) and len(_SEE_ALSO_RE.sub("", text).split()) < MIN_POINTED_WORDS)
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
 _FASTENER_RE = re.compile(r"\b(?:mounted|attached|fixed|fastened|connected|clamped|bolted|screwed)\b[^.]*\bby\s+"
                           r"(?:an?|one|two|three|four|five|six|eight|\d+)\s+(?:screws?|bolts?|rivets?|pins?)\b", re.IGNORECASE)
@@ -138,7 +155,8 @@ def _usable_text(view: ChunkView, unit: Unit) -> bool:
     """A unit a question can stand on: numbered to the paragraph, not administrative, not a pointer, not garbled."""
     named = "." in unit.number or unit.number.startswith("S")
     return (named and not administrative(view, unit) and not garbled(unit.text) and not _LOST_GLYPH_RE.search(unit.text)
-            and not not_its_own(_first(unit.text)) and not _POINTER_ONLY_RE.search(unit.text))
+            and not not_its_own(_first(unit.text)) and not _POINTER_ONLY_RE.search(unit.text)
+            and not _CONSTRUCTION_RE.search(unit.text) and not _pointer_caption(unit.text))
 
 
 def _main_clause(sentence: str) -> str:
@@ -173,7 +191,7 @@ def procedure_step_candidates(view: ChunkView) -> Iterator[Candidate]:
             continue  # "Lower tether anchorages must ...": a requirement (the requirement rules' business), not a step
         answer, whole = _step_answer(unit.text)
         answer = _verbatim(answer, view.markdown) if answer else ""
-        if answer:
+        if answer and not _pointer_caption(answer):
             question = f"What does {_reference(view, unit)} prescribe?" if whole else \
                 f"What is the first step that {_reference(view, unit)} prescribes?"
             yield Candidate(question, answer, "procedural", "text")
@@ -197,7 +215,7 @@ def provision_statement_candidates(view: ChunkView) -> Iterator[Candidate]:
                 or not _usable_text(view, unit)):
             continue
         answer = _verbatim(text, view.markdown)
-        if answer and len(answer.split()) >= 6:
+        if answer and len(answer.split()) >= 6 and not _pointer_caption(answer):
             yield Candidate(f"What does {_reference(view, unit)} specify?", answer, "factual", "text")
 
 
