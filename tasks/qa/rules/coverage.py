@@ -54,7 +54,7 @@ MAX_STEP_CHARS = 400
 _IMPERATIVES = frozenset("""
 adjust align apply attach bend calculate check clamp close conduct connect determine draw drive ensure extend fasten
 fill filter fix hold inflate install keep level locate lock lower maintain mark measure mount move open orient place
-position prepare process pull push raise record release remove repeat rest retract rotate secure select set straighten
+position prepare process pull push raise recline record release remove repeat rest retract rotate secure select set straighten
 subsample support tighten tilt turn unlock use verify
 """.split())
 """Verbs that open a test-procedure instruction ("Position ...", "Record applied load ...")."""
@@ -75,7 +75,7 @@ _POINTER_ONLY_RE = re.compile(r"\b(?:in accordance with|according to|as (?:speci
                               r"(?:are|is) (?:specified|described|defined|given|set out|presented|listed|shown) (?:in|as))\b"
                               r"|\b(?:procedure|method|requirements?|corridors?) (?:in|of)\s+(?:(?:UN\s+)?Regulation|paragraph|"
                               r"Annex|Appendix|Figure|Table|S\d|ISO|SAE)|\b(?:table|figure) (?:below|above)\b|\bthe following\b"
-                              r"|\bas follows\b|:\s*$", re.IGNORECASE)
+                              r"|\bas follows\b|:\s*$|\b(?:described|specified|shown|given|listed|defined|set out|stated) below\b", re.IGNORECASE)
 """A statement whose content is where its facts are ("target SR3 is located in accordance with this paragraph", "are
 specified in 49 CFR part 572") or a lead-in to a list: no fact of its own."""
 _LOST_GLYPH_RE = re.compile(r"[\w%°]\s{2,}\d|[\ue000-\uf8ff]|\b(?:mm|cm|kg|kN|N|g|ms|s|m)\.\d+\s+[A-Z]")
@@ -100,9 +100,12 @@ def _pointer_caption(text: str) -> bool:
     return bool(re.search(r"\n\s*\n", text.strip())) or (
         bool(_SEE_ALSO_RE.search(text)) and len(_SEE_ALSO_RE.sub("", text).split()) < MIN_POINTED_WORDS)
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
-_FASTENER_RE = re.compile(r"\b(?:mounted|attached|fixed|fastened|connected|clamped|bolted|screwed)\b[^.]*\bby\s+"
-                          r"(?:an?|one|two|three|four|five|six|eight|\d+)\s+(?:screws?|bolts?|rivets?|pins?)\b", re.IGNORECASE)
-"""How a part is fastened ("The neck-bracket is mounted to the shoulder block by four screws."): assembly trivia."""
+_FASTENER_RE = re.compile(r"\b(?:mounted|attached|fixed|fastened|connected|clamped|bolted|screwed)\b[^.]*\b(?:by|with)\s+"
+                          r"(?:an?|one|two|three|four|five|six|eight|\d+)\s+(?:screws?|bolts?|rivets?|pins?)\b"
+                          r"|\bclamped between\b|^(?:An?|The)\s[\w\s-]{3,40}\bis located in\b(?![^.]*\d\s?(?:mm|cm|kg))", re.IGNORECASE)
+"""How a part is fastened or where it sits in an assembly ("The neck-bracket is mounted to the shoulder block by four
+screws.", "... with four screws", "... is clamped between ...", "A tuning spring is located in the guide system
+assembly."): assembly trivia."""
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.;])\s+(?=[A-Z(])")
 
 
@@ -115,6 +118,14 @@ def _split_title(unit: Unit) -> Unit:
     if title and imperative(title):
         return Unit(unit.number, "", unit.text, unit.criterion)
     return Unit(unit.number, title, body, unit.criterion) if title and body else unit
+
+
+def _untitled_step(unit: Unit) -> Unit:
+    """A "title" that is itself an instruction ("(2) Fully recline the seat back, if adjustable. Install the dummy
+    ...") is the item's first step: put back into its text, so the answer is not the second step alone."""
+    if unit.title and imperative(unit.title):
+        return Unit(unit.number, "", f"{unit.title.rstrip('.')}. {unit.text}", unit.criterion)
+    return unit
 
 
 def _joined(units: list[Unit]) -> list[Unit]:
@@ -144,9 +155,12 @@ def _sentences(text: str) -> list[str]:
       "one ('For a bench seat, place ...')")
 def imperative(sentence: str) -> bool:
     """True when ``sentence`` is an instruction of a test procedure."""
-    first = sentence.split(maxsplit=1)[0].lower().strip(",") if sentence else ""
+    words = sentence.split(maxsplit=2) if sentence else [""]
+    first = words[0].lower().strip(",")
     if first in _IMPERATIVES and sentence[:1].isupper():
         return True
+    if first.endswith("ly") and len(words) > 1 and words[1].lower() in _IMPERATIVES and sentence[:1].isupper():
+        return True  # "Fully recline the seat back, if adjustable.": an adverb before the verb
     found = _LEADING_CONDITION_RE.match(sentence)
     return bool(found and found.group("verb") in _IMPERATIVES)
 
@@ -185,7 +199,7 @@ def procedure_step_candidates(view: ChunkView) -> Iterator[Candidate]:
     """'What does paragraph S8.3.3.1 (Lumbar support adjustment) of FMVSS No. 214 prescribe?' -> the step."""
     if view.language != "en" or not doc_phrase(view):
         return
-    for unit in _joined([_split_title(u) for u in provision_units(view)]):
+    for unit in _joined([_untitled_step(_split_title(u)) for u in provision_units(view)]):
         first = _first(unit.text)
         if not imperative(first) or _REQUIREMENT_RE.search(first) or not _usable_text(view, unit):
             continue  # "Lower tether anchorages must ...": a requirement (the requirement rules' business), not a step
