@@ -75,14 +75,14 @@ _POINTER_ONLY_RE = re.compile(r"\b(?:in accordance with|according to|as (?:speci
                               r"(?:are|is) (?:specified|described|defined|given|set out|presented|listed|shown) (?:in|as))\b"
                               r"|\b(?:procedure|method|requirements?|corridors?) (?:in|of)\s+(?:(?:UN\s+)?Regulation|paragraph|"
                               r"Annex|Appendix|Figure|Table|S\d|ISO|SAE)|\b(?:table|figure) (?:below|above)\b|\bthe following\b"
-                              r"|\bas follows\b|:\s*$|\b(?:described|specified|shown|given|listed|defined|set out|stated) below\b", re.IGNORECASE)
+                              r"|\bas follows\b|:\s*$|\b(?:described|specified|shown|given|listed|defined|set out|stated|summari[sz]ed|outlined) below\b", re.IGNORECASE)
 """A statement whose content is where its facts are ("target SR3 is located in accordance with this paragraph", "are
 specified in 49 CFR part 572") or a lead-in to a list: no fact of its own."""
 _LOST_GLYPH_RE = re.compile(r"[\w%°]\s{2,}\d|[\ue000-\uf8ff]|\b(?:mm|cm|kg|kN|N|g|ms|s|m)\.\d+\s+[A-Z]")
 """A glyph the PDF's font dropped or left undecoded: two spaces before a number ("100 N  10 N" for "100 N ± 10 N",
 "elongation  12 per cent" for "≥ 12 per cent"), a private-use character ("position \\uf0b1 25 mm"), or a footnote mark
 glued to a value ("12.7 mm.8 The impactor"): the value as written is wrong."""
-_CONSTRUCTION_RE = re.compile(r"\b(?:Points?|Planes?|Lines?|Spheres?)\s+(?:[A-Z]{1,3}|\d{1,3}|[a-z](?:\s?-\s?[A-Z]\s?-\s?[a-z])?)\b"
+_CONSTRUCTION_RE = re.compile(r"\b(?i:points?|planes?|lines?|spheres?)\s+(?:[A-Z]{1,3}|\d{1,3}|[a-z](?:\s?-\s?[A-Z]\s?-\s?[a-z])?)\b"
                               r"|\blines?\s+[a-z]-[A-Z]-[a-z]\b|\b[a-z]-[a-z]\b(?=\s*(?:,|and|\.))")
 """A labelled construction entity another step defines ("Point X", "Plane 25", "Point APR", "lines a-O-b and c-P-d",
 "Point 17"): a step or statement that names one is a step of a geometric construction, meaningless without the steps
@@ -236,16 +236,20 @@ def provision_statement_candidates(view: ChunkView) -> Iterator[Candidate]:
 COVERAGE_SOURCES = (procedure_step_candidates, provision_statement_candidates, test_condition_candidates,
                     stated_value_candidates)
 """The fallback sources, in the order their questions are mixed."""
+DEFAULT_COVERAGE_SOURCES = (procedure_step_candidates, provision_statement_candidates, stated_value_candidates)
+"""The fallback sources asked by default (qa-cov2: at least 0.85 usable on the half of the documents each check was not
+developed on); ``generate.protocol.test_condition`` is asked only with ``qa.coverage_rules``."""
 
 
-def coverage_candidates(view: ChunkView, n: int) -> list[Candidate]:
-    """Up to ``n`` pairs from the coverage rules (round robin over them), for a chunk no other rule asks of."""
+def coverage_candidates(view: ChunkView, n: int, sources=COVERAGE_SOURCES) -> list[Candidate]:
+    """Up to ``n`` pairs from the coverage rules ``sources`` (round robin over them), for a chunk no other rule asks
+    of."""
     from tasks.qa import rules
 
     if n <= 0 or rules.skipped_chunk(view):
         return []
     groups = [[replace(c, rule=rules.source_rule(source)) for c in source(view) if rules._well_formed(c)]
-              for source in COVERAGE_SOURCES]
+              for source in sources]
     out: list[Candidate] = []
     seen: set[str] = set()
     for candidate in rules._round_robin(groups):
@@ -257,4 +261,4 @@ def coverage_candidates(view: ChunkView, n: int) -> list[Candidate]:
     return out
 
 
-__all__ = ["COVERAGE_SOURCES", "coverage_candidates", "imperative"]
+__all__ = ["COVERAGE_SOURCES", "DEFAULT_COVERAGE_SOURCES", "coverage_candidates", "imperative"]
