@@ -75,14 +75,18 @@ _POINTER_ONLY_RE = re.compile(r"\b(?:in accordance with|according to|as (?:speci
                               r"(?:are|is) (?:specified|described|defined|given|set out|presented|listed|shown) (?:in|as))\b"
                               r"|\b(?:procedure|method|requirements?|corridors?) (?:in|of)\s+(?:(?:UN\s+)?Regulation|paragraph|"
                               r"Annex|Appendix|Figure|Table|S\d|ISO|SAE)|\b(?:table|figure) (?:below|above)\b|\bthe following\b"
-                              r"|\bas follows\b|:\s*$|\b(?:described|specified|shown|given|listed|defined|set out|stated|summari[sz]ed|outlined) below\b", re.IGNORECASE)
+                              r"|\bas follows\b|:\s*$"
+                              r"|\b(?:described|specified|shown|given|listed|defined|set out|stated|summari[sz]ed|outlined)"
+                              r" below\b",
+                              re.IGNORECASE)
 """A statement whose content is where its facts are ("target SR3 is located in accordance with this paragraph", "are
 specified in 49 CFR part 572") or a lead-in to a list: no fact of its own."""
 _LOST_GLYPH_RE = re.compile(r"[\w%°]\s{2,}\d|[\ue000-\uf8ff]|\b(?:mm|cm|kg|kN|N|g|ms|s|m)\.\d+\s+[A-Z]")
 """A glyph the PDF's font dropped or left undecoded: two spaces before a number ("100 N  10 N" for "100 N ± 10 N",
 "elongation  12 per cent" for "≥ 12 per cent"), a private-use character ("position \\uf0b1 25 mm"), or a footnote mark
 glued to a value ("12.7 mm.8 The impactor"): the value as written is wrong."""
-_CONSTRUCTION_RE = re.compile(r"\b(?i:points?|planes?|lines?|spheres?)\s+(?:[A-Z]{1,3}|\d{1,3}|[a-z](?:\s?-\s?[A-Z]\s?-\s?[a-z])?)\b"
+_CONSTRUCTION_RE = re.compile(r"\b(?i:points?|planes?|lines?|spheres?)\s+"
+                              r"(?:[A-Z]{1,3}|\d{1,3}(?![\d.,]|\s?(?:mm|cm|m|kg|N|°|%|degrees))|[a-z](?:\s?-\s?[A-Z]\s?-\s?[a-z])?)\b"
                               r"|\blines?\s+[a-z]-[A-Z]-[a-z]\b|\b[a-z]-[a-z]\b(?=\s*(?:,|and|\.))")
 """A labelled construction entity another step defines ("Point X", "Plane 25", "Point APR", "lines a-O-b and c-P-d",
 "Point 17"): a step or statement that names one is a step of a geometric construction, meaningless without the steps
@@ -102,7 +106,8 @@ def _pointer_caption(text: str) -> bool:
 _REQUIREMENT_RE = re.compile(r"\b(?:shall|must)\b")
 _FASTENER_RE = re.compile(r"\b(?:mounted|attached|fixed|fastened|connected|clamped|bolted|screwed)\b[^.]*\b(?:by|with)\s+"
                           r"(?:an?|one|two|three|four|five|six|eight|\d+)\s+(?:screws?|bolts?|rivets?|pins?)\b"
-                          r"|\bclamped between\b|^(?:An?|The)\s[\w\s-]{3,40}\bis located in\b(?![^.]*\d\s?(?:mm|cm|kg))", re.IGNORECASE)
+                          r"|\bclamped between\b|^(?:An?|The)\s[\w\s-]{3,40}\bis located in\b(?![^.]*\d\s?(?:mm|cm|kg))",
+                          re.IGNORECASE)
 """How a part is fastened or where it sits in an assembly ("The neck-bracket is mounted to the shoulder block by four
 screws.", "... with four screws", "... is clamped between ...", "A tuning spring is located in the guide system
 assembly."): assembly trivia."""
@@ -205,7 +210,7 @@ def procedure_step_candidates(view: ChunkView) -> Iterator[Candidate]:
             continue  # "Lower tether anchorages must ...": a requirement (the requirement rules' business), not a step
         answer, whole = _step_answer(unit.text)
         answer = _verbatim(answer, view.markdown) if answer else ""
-        if answer and not _pointer_caption(answer):
+        if answer:
             question = f"What does {_reference(view, unit)} prescribe?" if whole else \
                 f"What is the first step that {_reference(view, unit)} prescribes?"
             yield Candidate(question, answer, "procedural", "text")

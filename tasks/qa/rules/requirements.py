@@ -225,7 +225,8 @@ _STATED_RE = re.compile(
 _STATED_UNIT_RE = re.compile(r"^\d[\d,.]*(?:\s?(?:±|[-–]|to)\s?\d[\d,.]*)?\s?(?:%|°|º|kg|g|t|N|kN|daN|mm|cm|m|km/h|"
                              r"m/s|mph|ms|s|seconds?|minutes?|hours?|degrees?|percent|MPa|kPa|bar|V|A|J|lb|in\.?)(?![\w/])")
 """The value is a measure with its unit ("52 kg", "175–250 kg", "12.5 ± 2.5%", "160 mm"), not a count or a label."""
-_POSITION_RE = re.compile(r"\s?(?:(?:(?:±|\+/-)\s?\d[\d,.]*\s?)?(?:mm|cm|m|in\.?)\s)?(?:beyond|above|below|behind|ahead of|in front of|rearward|forward|"
+_POSITION_RE = re.compile(r"\s?(?:(?:(?:±|\+/-)\s?\d[\d,.]*\s?)?(?:mm|cm|m|in\.?)\s)?"
+                          r"(?:beyond|above|below|behind|ahead of|in front of|rearward|forward|"
                           r"inboard|outboard|aft|fore|from|to the (?:left|right|rear|front))\b")
 """A value followed by a direction ("254 ± 10 mm beyond the most forward point of the roof") places the subject: asked
 "where is ...?", not "what is ...?" (IIHS roof strength: "what is the midpoint of the platen's forward edge?")."""
