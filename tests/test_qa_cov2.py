@@ -23,8 +23,9 @@ def made(name: str, v: ChunkView) -> list[tuple[str, str]]:
     return [(c.question, c.answer) for c in RULES[name].check(v)]
 
 
-def test_test_condition_alone_stays_behind_the_setting():
-    assert [s.__name__ for s in COVERAGE_SOURCES if s not in DEFAULT_COVERAGE_SOURCES] == ["test_condition_candidates"]
+def test_test_condition_and_stated_value_stay_behind_the_setting():
+    assert [s.__name__ for s in COVERAGE_SOURCES if s not in DEFAULT_COVERAGE_SOURCES] == [
+        "test_condition_candidates", "stated_value_candidates"]
 
 
 def test_a_step_of_a_geometric_construction_is_not_asked_alone():

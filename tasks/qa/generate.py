@@ -5,8 +5,8 @@ Pairs per chunk follow its information content (``tasks.qa.budget``: one per fac
 chart or picture can answer. Questions name what users know a document by (the report's
 test name and stage from ``headers``, else the document's real title, else the chunk's
 heading), never its file name. A chunk the heuristic rules ask nothing of gets the coverage rules' questions
-(``tasks.qa.rules.coverage``: procedure steps, set-up statements and stated values by default; also a protocol's test
-conditions with ``qa.coverage_rules``). A chunk whose generation fails is recorded in
+(``tasks.qa.rules.coverage``: procedure steps and set-up statements by default; also a protocol's test conditions and
+values stated without a modal with ``qa.coverage_rules``). A chunk whose generation fails is recorded in
 ``qa_failures`` and retried on the next run; the run goes on.
 """
 
