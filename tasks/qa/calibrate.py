@@ -58,8 +58,8 @@ LABEL_FILES = (
     "tests/data/qa_labels_gen_round8.jsonl", "tests/data/qa_labels_gen_round9.jsonl",
     "tests/data/qa_labels_gen_round10.jsonl", "tests/data/qa_labels_critic_round6.jsonl",
     "tests/data/qa_labels_gen_round11.jsonl", "tests/data/qa_labels_gate_round5.jsonl",
-    "tests/data/qa_labels_regcov_round1.jsonl",
-    "tests/data/qa_labels_gen_round12.jsonl",
+    "tests/data/qa_labels_regcov_round1.jsonl", "tests/data/qa_labels_gen_round12.jsonl",
+    "tests/data/qa_labels_cov2_round1.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 KINDS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "qa_doc_kinds.json"
@@ -168,12 +168,12 @@ def context(row: dict, repeats: dict[str, int] | None = None, siblings: Sequence
 
 
 def siblings_of(rows: Sequence[dict]) -> list[list[tuple[str, str]]]:
-    """Per row, (question, answer) of the other labelled rows of the same chunk of its document (same question included)."""
+    """Per row, (question, answer) of the other labelled rows generated from the same chunk of the same document."""
     by_chunk: dict[tuple[str, str], list[int]] = defaultdict(list)
     for n, row in enumerate(rows):
         by_chunk[(row["file_name"], row["chunk_markdown"])].append(n)
-    return [[(rows[m]["question"], rows[m]["answer"]) for m in by_chunk[(r["file_name"], r["chunk_markdown"])] if m != n]
-            for n, r in enumerate(rows)]
+    return [[(rows[m]["question"], rows[m]["answer"]) for m in by_chunk[(r["file_name"], r["chunk_markdown"])]
+             if rows[m]["question"] != r["question"]] for r in rows]
 
 
 def rule_hits(ctx: PairContext) -> dict[str, int]:
