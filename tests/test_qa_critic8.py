@@ -39,3 +39,15 @@ def test_fragment_handle_is_a_heading_cut_inside_a_phrase_or_a_figure_caption():
                                     usable=True))
     # a lower-case heading that opens with a long word is a heading (UN R16 'rearward-facing ISOFIX ...')
     assert not fires(name, labelled("In the \"rearward-facing ISOFIX child restraint systems"))
+
+
+def test_circular_definition_reads_hyphens_and_a_deferral_to_the_manufacturer():
+    name = "critic.provision.circular_definition"
+    # UN R95 2.6 (labelled unusable): 'fuel-tank capacity as specified by the manufacturer' restates its term
+    assert fires(name, labelled("According to paragraph 2.6 of UN Regulation No. 95, what does \"Capacity of the fuel tank\"",
+                                usable=False))
+    # FMVSS 201 (another document, labelled unusable) still fires
+    assert fires(name, labelled("According to the \"S3. Definitions\" section of FMVSS No. 201, what does convertible roof frame mean?"))
+    # a real definition is left alone (UN R95, labelled usable)
+    assert not fires(name, labelled("According to paragraph 2.10 of UN Regulation No. 95, what does \"Reference mass\"",
+                                    usable=True))
