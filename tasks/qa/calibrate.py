@@ -59,8 +59,8 @@ LABEL_FILES = (
     "tests/data/qa_labels_results_round1.jsonl",
     "tests/data/qa_labels_gen_round10.jsonl", "tests/data/qa_labels_critic_round6.jsonl",
     "tests/data/qa_labels_gen_round11.jsonl", "tests/data/qa_labels_gate_round5.jsonl",
-    "tests/data/qa_labels_regcov_round1.jsonl",
-    "tests/data/qa_labels_gen_round12.jsonl",
+    "tests/data/qa_labels_regcov_round1.jsonl", "tests/data/qa_labels_gen_round12.jsonl",
+    "tests/data/qa_labels_cov2_round1.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 KINDS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "qa_doc_kinds.json"
