@@ -18,6 +18,7 @@ DECK = CORPUS / "pptx_auto_crashtest_report_pyisomme.pptx"
 RESULTS = "generate.table.results"
 SHAPE = "generate.table.results_shape"
 SUBTITLE = "generate.handle.title_slide_subtitle"
+SCORES = "generate.table.score_shape"
 
 TESTS_BY_MEASURES = """|  | 11391 | 14084 |
 |---|---|---|
@@ -87,6 +88,15 @@ def test_one_comparison_on_one_positive_measure_never_across_units():
     assert not any("highest" in p.question for p in pairs)
 
 
+def test_scores_asked_only_where_the_tests_differ():
+    scores = "|  | 11391 | 14084 |\n|---|---|---|\n| Head | 4.0 | 4.0 |\n| Femur | 4.0 | 0.0 |\n| Chest | nan | nan |\n"
+    pairs = _candidates(_view(scores, section="Driver Rating"))
+    assert [(p.question.split(" of ")[0], p.question.rsplit("what was ", 1)[1], p.answer) for p in pairs] == [
+        ("In test 11391", "the driver's femur rating?", "4.0"), ("In test 14084", "the driver's femur rating?", "0.0")]
+    assert RULES[SCORES].check(scores, "Driver Values") is None, "only a title naming the score says what the cells are"
+    assert _candidates(_view(scores, section="Driver Values")) == []
+
+
 def test_no_handle_no_question():
     view = _view(TESTS_BY_MEASURES, title="")
     assert _candidates(view) == []
@@ -142,3 +152,5 @@ def test_real_deck_results_pairs(deck_pairs):
     every = [p for pairs in by_slide.values() for p in pairs]
     assert not any(p.answer.strip().lower() == "nan" or " 11391 for " in p.question for p in every)
     assert not results[23], "the rear passenger's table is all nan: nothing asked"
+    assert [p.answer for p in results[4]] == ["4.0", "0.0"] and "driver's femur rating" in results[4][1].question
+    assert not results[13], "the front passenger's ratings are alike in both tests: a constant, not asked"

@@ -84,6 +84,28 @@ def results_table(markdown: str) -> ResultsTable | None:
     return None
 
 
+_SCORE_TITLE_RE = re.compile(r"^(?:(?P<who>[A-Za-z][A-Za-z ]{2,40}?)\s+)?(?P<noun>rating|score|points)$", re.IGNORECASE)
+"""A slide or section titled by what its table's cells are ("Driver Rating", "Rating", "Front Passenger Score")."""
+
+
+@rule("generate.table.score_shape", "generate", "a table of test-id columns whose row labels carry no unit",
+      "the chunk's slide or section title says what every cell is ('Driver Rating', 'Score'): the rows are rated body "
+      "regions or items; an item whose rating differs between the tests is asked per test ('what was the driver's femur "
+      "rating?'), a rating alike in every test (a constant) is not")
+def score_table(markdown: str, section: str) -> tuple[ResultsTable, str, str] | None:
+    """(table, whose, noun) for a table of scores per test titled by its noun, or None."""
+    title = _SCORE_TITLE_RE.match(section.strip())
+    rows = [[c.strip() for c in r] for r in table_rows(markdown) if any(c.strip() for c in r)]
+    if not title or len(rows) < 3 or rows[0][0] or len(rows[0]) < 3 or not _test_ids(rows[0][1:]):
+        return None
+    if any(len(r) != len(rows[0]) or _measure(r[0]) is not None for r in rows[1:]):
+        return None
+    who = (title.group("who") or "").lower()
+    body = [r for r in rows[1:] if r[0].lower() != who and re.search(r"[A-Za-z]", r[0])]
+    table = ResultsTable(rows[0][1:], [(r[0], "") for r in body], [r[1:] for r in body])
+    return table, who, title.group("noun").lower()
+
+
 def _empty(value: str) -> bool:
     return value.strip().lower() in _EMPTY_CELLS
 
@@ -129,6 +151,7 @@ def results_candidates(view: ChunkView) -> Iterator[Candidate]:
     for element_id, markdown in view.tables:
         table = results_table(markdown)
         if table is None:
+            yield from _score_candidates(view, doc, element_id, markdown)
             continue
         compared = list(_comparison(table, view, doc, element_id))
         skip = {m for m, _ in compared}  # the comparison's answer carries both cells of its measure: not asked again
@@ -173,3 +196,25 @@ def _comparison(table: ResultsTable, view: ChunkView, doc: str, element_id: str)
         answer = f"{table.tests[high]} ({_answer(values[high], unit)} vs. {_answer(values[1 - high], unit)})"
         yield m, Candidate(question, answer, "comparative", "table", element_id)
         return
+
+
+def _score_candidates(view: ChunkView, doc: str, element_id: str, markdown: str) -> Iterator[Candidate]:
+    """A rating per test and item ("In test 14084 of <deck>, what was the driver's femur rating?" -> "0.0"), asked only
+    of items whose rating differs between the tests: a rating every test got alike (the full 4.0 points) is a constant,
+    no fact worth asking."""
+    found = score_table(markdown, view.handle.section if _section_ok(view) else "")
+    if found is None:
+        return
+    table, who, noun = found
+    asked = 0
+    for (label, _), values in zip(table.measures, table.values):
+        numbers = {parse_number(v) for v in values if not _empty(v)}
+        if len(numbers) < 2 or None in numbers:
+            continue
+        item = " ".join(w.lower() if re.fullmatch(r"[A-Z][a-z]{2,}", w) else w for w in label.split())
+        subject = f"the {who}'s {item} {noun}" if who else f"the {item} {noun}"
+        for test, value in zip(table.tests, values):
+            if asked < MAX_RESULT_CELLS and not _empty(value):
+                asked += 1
+                yield Candidate(f"In {_test_phrase(test)} of {doc}, what was {subject}?", value, "numeric", "table",
+                                element_id)
