@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from ragprep.settings import Settings
+from schemas.elements import ElementRow
 from tasks.ingest.chunking import select_outline_chapters
 from tests.conftest import CORPUS, SAMPLE_DOCS, needs_tesseract
 
@@ -210,3 +212,118 @@ def test_caption_lines(text, caption):
     from tasks.ingest.extract.pdf_sections import is_caption
 
     assert is_caption(text) is caption
+
+
+COVERED = {
+    # document: (its cover's title block as the chunker titles it, sections that must now be top-level)
+    "pdf_auto_iihs_roof_strength_protocol.pdf": (
+        "Crashworthiness Evaluation Roof Strength Test Protocol Version V November 2022",
+        {"TESTING", "TEST VEHICLE PREPARATION", "CALCULATING THE STRENGTH-TO-WEIGHT RATIO (SWR) RATING"},
+    ),
+    "pdf_auto_euroncap_star_rating_scoring.pdf": ("Application of Star Rating Protocol", {"DEFINITIONS", "PREFACE"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COVERED))
+def test_a_cover_title_block_heads_only_the_cover_not_every_section(extracted, name):
+    # The cover's title (set larger than any later heading) used to be the root of the section tree, so every chunk
+    # title began with the long document name ("Crashworthiness Evaluation ... November 2022 / TESTING").
+    cover, sections = COVERED[name]
+    chunks = extracted(CORPUS / name).chunks
+    under_cover = [c for c in chunks if c.heading_path[0] == cover]
+    assert under_cover and all(c.page_end <= 2 for c in under_cover), [(c.page_start, c.heading_path) for c in chunks]
+    assert all(c.heading_path == [cover] for c in under_cover)  # the cover heads no section
+    tops = {c.heading_path[0] for c in chunks}
+    assert sections <= tops, tops
+    assert not any(c.title.startswith(cover + " /") for c in chunks)
+
+
+def test_a_first_page_that_opens_a_numbered_section_is_no_cover(extracted):
+    # FMVSS 214 page 1 opens § 571.214 (after the captions of the previous standard's figures): no cover, the
+    # standard stays the root of its paragraphs.
+    from tasks.ingest.page_roles import cover_headings
+
+    result = extracted(CORPUS / "pdf_auto_fmvss214_side_impact.pdf")
+    assert cover_headings(sorted(result.elements, key=lambda e: (e.number, e.order))) == set()
+    assert sum(c.heading_path[0].startswith("§ 571.214") for c in result.chunks) >= 30
+
+
+def _title(element_id: str, page: int, text: str, size: float):
+    return ElementRow(element_id=element_id, doc_id="d", source_path="d.pdf", unit="page", number=page, order=0,
+                      kind="title", text=text, extractor="test", meta=json.dumps({"font_size": size, "heading_level": 1}))
+
+
+def _body(element_id: str, page: int, text: str):
+    return ElementRow(element_id=element_id, doc_id="d", source_path="d.pdf", unit="page", number=page, order=1,
+                      kind="text", text=text, extractor="test", meta=json.dumps({"font_size": 10.0}))
+
+
+def test_cover_headings_need_the_title_type_a_later_page_and_no_numbered_section_first():
+    from tasks.ingest.chunking import section_paths
+    from tasks.ingest.page_roles import cover_headings
+
+    doc = [_title("t", 1, "Roof Strength Test Protocol", 16), _title("v", 1, "Version V", 16), _body("b0", 1, "IIHS"),
+           _title("h", 3, "TESTING", 13), _body("b1", 3, "The roof is crushed at 5 mm/s."), _title("i", 4, "RATING", 13)]
+    assert cover_headings(doc) == {"t", "v"}
+    paths = [[n[1] for n in p] for p in section_paths(doc, cover_headings(doc))]
+    assert paths == [["Roof Strength Test Protocol Version V"]] * 3 + [["TESTING"]] * 2 + [["RATING"]]
+    # the same type later ("Agreement" then "1. Scope" set alike), one page only, or a numbered section first: no cover
+    assert cover_headings(doc[:3] + [_title("h", 3, "TESTING", 16)]) == set()
+    assert cover_headings([e.model_copy(update={"number": 1}) for e in doc]) == set()
+    assert cover_headings([_body("s", 1, "S1. Scope. This standard ...")] + doc) == set()
+
+
+def test_a_korean_list_label_is_one_of_ga_na_da_not_any_syllable():
+    from tasks.ingest.extract.pdf_sections import Label, parse_label
+
+    assert parse_label("가. 목적", heading=True) == Label("ga", ("가",))
+    assert parse_label("하. 기타", heading=True) == Label("ga", ("하",))
+    assert parse_label("음. 또한 지방자치단체의 탄소중립 녹색성장 기본계획") is None  # a sentence ending "…있음." broken at the line
+
+
+def _qa_pair(chunk, question: str, answer: str):
+    from schemas.qa_pairs import QaPairRow
+
+    return QaPairRow(qa_id=f"{chunk.chunk_id}-q", chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, source_path=chunk.source_path,
+                     question=question, answer=answer, generated_question=question, generated_answer=answer,
+                     question_type="factual", target_modality="text", language="en", status="pending",
+                     provider="heuristic", model="m", prompt="p")
+
+
+def test_a_standard_printed_in_two_extracts_keeps_its_pair_in_the_extract_it_belongs_to(extracted):
+    # The FMVSS 214 extract ends with the opening of § 571.216 (its last page is the first page of 216); the FMVSS 216
+    # extract prints it whole. The same scope question asked of both is kept in the 216 extract, whichever comes first.
+    from tasks.ingest.ownership import owned_chunk_ids, principal_sections
+    from tasks.qa.generate import flag_pairs
+
+    side = extracted(CORPUS / "pdf_auto_fmvss214_side_impact.pdf").chunks
+    roof = extracted(CORPUS / "pdf_auto_fmvss216_roof_crush.pdf").chunks
+    scope = "This standard establishes strength requirements for the passenger compartment roof."
+    carried = [c for c in side if scope in c.markdown]
+    own = [c for c in roof if scope in c.markdown and c.heading_path[0].startswith("§ 571.216 ")]
+    assert len(carried) == 1 and carried[0].heading_path[0].startswith("§ 571.216 ") and carried[0].page_start == 28
+    assert own, [c.heading_path for c in roof]
+    assert principal_sections(side + roof) == {side[0].doc_id: "§ 571.214", roof[0].doc_id: "§ 571.216"}
+    owned = owned_chunk_ids(side + roof)
+    assert carried[0].chunk_id not in owned and own[0].chunk_id in owned
+    assert any(c.heading_path[0].startswith("§ 571.216a") and c.chunk_id not in owned for c in roof)  # 216a starts on p. 5
+    question = "What is the scope of FMVSS No. 216?"
+    chunks = {c.chunk_id: c for c in side + roof}
+    for order in ([carried[0], own[0]], [own[0], carried[0]]):
+        flagged = {p.chunk_id: p for p in flag_pairs([_qa_pair(c, question, scope) for c in order], chunks, Settings())}
+        assert not {"ambiguous_gold", "near_duplicate"} & set(flagged[own[0].chunk_id].flags)  # the kept copy is clean
+        assert "ambiguous_gold" in flagged[carried[0].chunk_id].flags
+        assert own[0].chunk_id in " ".join(flagged[carried[0].chunk_id].flag_reasons)
+
+
+def test_a_cross_reference_at_the_top_of_a_page_opens_no_section(extracted):
+    # FMVSS 214 p. 24 opens "S10.3.2, use only the control that primarily moves the seat ...": the end of a sentence of
+    # S12.3.3 (a page break before the reference), which used to title two chunks "S10.3.2, use only the control …".
+    from tasks.ingest.extract.pdf_sections import Label, parse_label
+
+    assert parse_label("S10.3.2, use only the control that primarily moves the seat", heading=True) is None
+    assert parse_label("S10.3.2 Seat adjustment", heading=True) == Label("S", ("10", "3", "2"))
+    chunks = extracted(CORPUS / "pdf_auto_fmvss214_side_impact.pdf").chunks
+    assert not any("S10.3.2," in c.title for c in chunks), [c.title for c in chunks]
+    page_24 = [c for c in chunks if c.page_start <= 24 <= c.page_end]
+    assert page_24 and all(c.heading_path[-1].startswith("S12.3.3") for c in page_24), [c.heading_path for c in page_24]

@@ -534,3 +534,13 @@ def test_every_content_slide_with_a_fact_gets_a_pair(real):
     for chunk in chunks.values():
         if "sample_docs" in chunk.source_path and chunk.slide is not None and (chunk.has_table or ": " in chunk.markdown):
             assert chunk.chunk_id in with_pairs, chunk.title
+
+
+def test_ambiguous_gold_keeps_the_copy_whose_document_owns_the_section():
+    pair = ("What is the scope of FMVSS No. 216?", "This standard establishes strength requirements for the roof.")
+    assert ambiguous_gold_flags([pair, pair], ["c214", "c216"], [False, True])[1] is None
+    flags = ambiguous_gold_flags([pair, pair], ["c214", "c216"], [False, True])
+    assert flags[0] is not None and "chunk c216, whose document the section belongs to" in flags[0][1]
+    assert ambiguous_gold_flags([pair, pair], ["a", "b"], [False, False])[0] is None  # no owner: the first copy
+    assert ambiguous_gold_flags([pair, pair, pair], ["a", "b", "c"], [False, True, True])[1:] == [
+        None, ("ambiguous_gold", "the same question and answer were generated from chunk b, whose document the section belongs to")]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -24,7 +24,15 @@ from ragprep.tokens import count_tokens
 from schemas.chunks import ChunkRow
 from schemas.elements import ElementRow
 from tasks.ingest.extract.base import OutlineEntry
-from tasks.ingest.extract.pdf_sections import LABEL_RE, Label, SectionTree, is_caption, parse_label, section_title
+from tasks.ingest.extract.pdf_sections import (
+    LABEL_RE,
+    Label,
+    SectionTree,
+    is_caption,
+    parse_label,
+    section_title,
+)
+from tasks.ingest.page_roles import TOC_LINE_RE, caption_lines, cover_headings, font_size, toc_pages
 
 PLACEHOLDER_RE = re.compile(r"^\s*(책갈피|bookmark|untitled|제목\s*없음)\s*\d*\s*$", re.IGNORECASE)
 
@@ -56,10 +64,6 @@ def _unlabelled(text: str) -> str:
     label = LABEL_RE.match(text)
     rest = text[label.end():] if label and parse_label(text, heading=True) else text
     return _normalise(rest) or _normalise(text)
-
-
-def _font_size(element: ElementRow) -> float | None:
-    return json.loads(element.meta).get("font_size") if element.meta else None
 
 
 def _heading_level(element: ElementRow) -> int | None:
@@ -226,45 +230,6 @@ Node = tuple[int, str, "Label | None"]
 """A section of the tree: (id, title, numbered label or None)."""
 
 
-TOC_LINE_RE = re.compile(r"(?:\.\s?){4,}\s*\d+\s*$|…{2,}\s*\d+\s*$")
-"""A table-of-contents entry: dot leaders, then (usually) a page number."""
-
-
-TOC_HEADING_RE = re.compile(r"^\s*(table of )?contents\b|^\s*목\s*차\s*$|^\s*차\s*례\s*$", re.IGNORECASE)
-
-
-def _toc_pages(elements: Sequence[ElementRow]) -> set[int]:
-    """Pages holding a table of contents: a "Contents" heading, or three or more entries ending in a page
-    number after dot leaders."""
-    counts: dict[int, int] = {}
-    pages: set[int] = set()
-    for element in elements:
-        if element.kind not in ("title", "text"):
-            continue
-        if TOC_HEADING_RE.match(element.text):
-            pages.add(element.number)
-        if TOC_LINE_RE.search(element.text):
-            counts[element.number] = counts.get(element.number, 0) + 1
-    return pages | {page for page, n in counts.items() if n >= 3}
-
-
-def caption_lines(elements: Sequence[ElementRow]) -> set[str]:
-    """Element ids of figure and table captions (in reading order): lines opening "Figure 4 …", "Table 1 …",
-    "[그림 1]" (``is_caption``), and the unnumbered heading lines right after a caption set as a heading, which
-    continue it ("Figure 14a … Setting is SP–16" / "Degrees")."""
-    ids: set[str] = set()
-    in_caption = False
-    for element in elements:
-        if element.kind not in ("title", "text"):
-            in_caption = False
-        elif element.text:
-            continued = in_caption and element.kind == "title" and parse_label(element.text, heading=True) is None
-            if is_caption(element.text) or continued:
-                ids.add(element.element_id)
-            in_caption = element.kind == "title" and (is_caption(element.text) or continued)
-    return ids
-
-
 def _captions_as_text(elements: Sequence[ElementRow]) -> list[ElementRow]:
     """The elements with captions set as headings read as text: a chunk shows them as a line under the figure's
     section, not as a heading that passages would take into their section path."""
@@ -272,33 +237,52 @@ def _captions_as_text(elements: Sequence[ElementRow]) -> list[ElementRow]:
     return [e.model_copy(update={"kind": "text"}) if e.kind == "title" and e.element_id in ids else e for e in elements]
 
 
-def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
+def _continues(previous: ElementRow | None, element: ElementRow, label: Label | None, first_page: int) -> bool:
+    """Whether an unnumbered heading continues the heading just before it: no text between, and set no smaller or
+    on the first page (a title block's lines: title, subtitle, "Revision 3", a date)."""
+    if previous is None or element.kind != "title" or label is not None:
+        return False
+    before, size = font_size(previous), font_size(element)
+    return before is None or size is None or size >= before - 0.5 or previous.number == first_page
+
+
+def section_paths(elements: Sequence[ElementRow], cover: Set[str] = frozenset()) -> list[tuple[Node, ...]]:
     """Per element (in reading order), the sections it lies in, outermost first.
 
     Headings (title elements) and paragraphs opening with a numbered label (S5.1, 5.2.1, § 571.209,
     Annex 3, 제3조) open sections; ``SectionTree`` closes the open ones a new section does not lie in.
-    An unnumbered heading right after a heading, with no text between them, continues it ("Annex 12" /
-    "Corrosion test").
+    An unnumbered heading right after a heading, with no text between them and set no smaller, continues it
+    ("Annex 12" / "Corrosion test"); a smaller one opens a sub-section ("MEASUREMENTS AND OBSERVATIONS" / "Test weight"),
+    except in the first page's title block.
     Entries of a table of contents (dot leaders, or a page of them) open nothing, nor do figure and table
     captions ("Figure 4 Vehicle Position ...", set bold as a heading, and the heading lines right after that
     continue one: "Degrees").
+    The ``cover`` headings (element ids: ``cover_headings``) open one section, the document's title, which the next
+    section closes: it heads the cover and the pages before the first section, never the sections.
     """
     tree = SectionTree()
+    cover_node: int | None = None
     nodes: list[Node] = []
     paths: list[tuple[Node, ...]] = []
-    last_was_heading = False
-    toc = _toc_pages(elements)
+    previous: ElementRow | None = None  # the heading just read, with no text after it yet
+    toc = toc_pages(elements)
     captions = caption_lines(elements)
+    first_page = min((e.number for e in elements if e.text), default=0)
     for element in elements:
         label = None
         if element.kind in ("title", "text") and element.number not in toc and not TOC_LINE_RE.search(element.text):
             label = parse_label(element.text, heading=element.kind == "title")
         caption = element.element_id in captions
         if element.number in toc or caption:
-            last_was_heading = last_was_heading and not caption
+            previous = None if caption else previous
             # a table of contents lists sections and a caption names a figure: they open none
+        elif element.element_id in cover and cover_node is not None and not _continues(previous, element, label, first_page):
+            pass  # a later line of the cover's title block (a subtitle, the issuer): text under the title
         elif label is not None or element.kind == "title":
-            if element.kind == "title" and label is None and last_was_heading and nodes:
+            if cover_node is not None and element.element_id not in cover:
+                tree.close(cover_node)  # the first section ends the cover's pages
+                cover_node = None
+            if _continues(previous, element, label, first_page) and nodes:
                 node_id, title, last_label = nodes[-1]
                 nodes[-1] = (node_id, f"{title} {element.text}"[:200], last_label)
                 tree.retitle(nodes[-1][1])
@@ -306,10 +290,11 @@ def section_paths(elements: Sequence[ElementRow]) -> list[tuple[Node, ...]]:
             else:
                 title = section_title(element.text) if label else element.text[:200]
                 nodes.append((len(nodes), title, label))
-                tree.push(title, label, _font_size(element) if element.kind == "title" else None, key=len(nodes) - 1)
-            last_was_heading = element.kind == "title"
+                tree.push(title, label, font_size(element) if element.kind == "title" else None, key=len(nodes) - 1)
+                cover_node = len(nodes) - 1 if element.element_id in cover and cover_node is None else cover_node
+            previous = element if element.kind == "title" else None
         elif element.text:
-            last_was_heading = False
+            previous = None
         paths.append(tuple(nodes[i] for i in tree.keys()))
     return paths
 
@@ -478,8 +463,9 @@ def _chapter_rows(
 
 
 def _tree_chapters(book: _Book, ordered: Sequence[ElementRow]) -> list[ChunkRow] | None:
-    """Chunks of a document without a usable outline: its top-level sections are the chapters."""
-    paths = section_paths(ordered)
+    """Chunks of a document without a usable outline: its top-level sections are the chapters (a cover's title
+    block heads only the pages before the first section: ``cover_headings``)."""
+    paths = section_paths(ordered, cover_headings(ordered))
     if not any(paths):
         return None
     rows: list[ChunkRow] = []

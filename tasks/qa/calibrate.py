@@ -168,12 +168,12 @@ def context(row: dict, repeats: dict[str, int] | None = None, siblings: Sequence
 
 
 def siblings_of(rows: Sequence[dict]) -> list[list[tuple[str, str]]]:
-    """Per row, (question, answer) of the other labelled rows generated from the same chunk of the same document."""
+    """Per row, (question, answer) of the other labelled rows of the same chunk of its document (same question included)."""
     by_chunk: dict[tuple[str, str], list[int]] = defaultdict(list)
     for n, row in enumerate(rows):
         by_chunk[(row["file_name"], row["chunk_markdown"])].append(n)
-    return [[(rows[m]["question"], rows[m]["answer"]) for m in by_chunk[(r["file_name"], r["chunk_markdown"])]
-             if rows[m]["question"] != r["question"]] for r in rows]
+    return [[(rows[m]["question"], rows[m]["answer"]) for m in by_chunk[(r["file_name"], r["chunk_markdown"])] if m != n]
+            for n, r in enumerate(rows)]
 
 
 def rule_hits(ctx: PairContext) -> dict[str, int]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ragprep.markdown import markdown_tables
 from tasks.qa.critic_rules import Signal, locate
+from tasks.qa.critic_rules.ambiguity import AMBIGUITY_RULES
 from tasks.qa.critic_rules.conditions import CONDITION_RULES
 from tasks.qa.critic_rules.provisions import PROVISION_RULES
 from tasks.qa.critic_rules.spans import SPAN_RULES
@@ -116,8 +117,12 @@ def _headings(markdown: str) -> list[tuple[int, int, str]]:
 
 
 def _same_heading(named: str, heading: str) -> bool:
+    """The named section is this heading: the same words, the heading's last part, or the heading named after its
+    all-capitals parent ('TEST CONDITIONS Impact speed and overlap' for the heading 'Impact speed and overlap')."""
     a, b = _norm(named), _norm(heading)
-    return bool(a) and (a == b or b.endswith(a) or a in {_norm(p) for p in heading.split(" / ")})
+    parent = named[: len(named) - len(heading)].strip() if named.endswith(heading.strip()) else ""
+    return bool(a) and (a == b or b.endswith(a) or a in {_norm(p) for p in heading.split(" / ")}
+                        or (len(b.split()) >= 2 and _major(parent)))
 
 
 _NUMBER_RE = re.compile(r"^\s*(?:(?:chapter|section|annex)\s+)?(\d+(?:\.\d+)*)\.?\s")
@@ -323,7 +328,7 @@ def roundtrip(ctx: PairContext) -> list[Signal]:
 STRUCTURE_RULES = (
     doubled_handle, placeholder_handle, running_head_handle, broken_glyphs, wrong_heading, merged_group, total_as_item,
     tolerance_misread, footnote_splice, agreement, why_copula, restated_cause, deictic_document, repeated_frame,
-    *SPAN_RULES, *PROVISION_RULES, *CONDITION_RULES, *STATEMENT_RULES, roundtrip,
+    *SPAN_RULES, *PROVISION_RULES, *CONDITION_RULES, *STATEMENT_RULES, *AMBIGUITY_RULES, roundtrip,
 )
 """The rules above, in the order their reasons are listed."""
 

@@ -118,19 +118,28 @@ def _normalised_pair(question: str, answer: str) -> tuple[str, str]:
     return " ".join(_words(question)), " ".join(_words(answer))
 
 
-def ambiguous_gold_flags(pairs: Sequence[tuple[str, str]], scopes: Sequence[str]) -> list[tuple[str, str] | None]:
+def ambiguous_gold_flags(
+    pairs: Sequence[tuple[str, str]], scopes: Sequence[str], owned: Sequence[bool] | None = None
+) -> list[tuple[str, str] | None]:
     """For each (question, answer), an ``ambiguous_gold`` flag when the same question and answer (case and
-    punctuation aside) were already generated from another chunk: the pair is kept once, the repeats are
-    marked, since any of those chunks answers it. ``scopes`` are the chunk ids."""
-    first: dict[tuple[str, str], str] = {}
+    punctuation aside) were also generated from another chunk: the pair is kept once, the other copies are
+    marked, since any of those chunks answers it. ``scopes`` are the chunk ids. The kept copy is the first one whose
+    chunk its document owns (``owned``: the chunk lies in the document's own standard, not in the start of the next
+    one an extract carries), else the first one."""
+    owned = owned if owned is not None else [False] * len(pairs)
+    kept: dict[tuple[str, str], tuple[str, bool]] = {}
+    for (question, answer), scope, own in zip(pairs, scopes, owned):
+        key = _normalised_pair(question, answer)
+        if key not in kept or (own and not kept[key][1]):
+            kept[key] = (scope, bool(own))
     out: list[tuple[str, str] | None] = []
     for (question, answer), scope in zip(pairs, scopes):
-        key = _normalised_pair(question, answer)
-        earlier = first.setdefault(key, scope)
-        if earlier != scope:
-            out.append(("ambiguous_gold", f"the same question and answer were generated from chunk {earlier}"))
-        else:
+        keeper, own = kept[_normalised_pair(question, answer)]
+        if keeper == scope:
             out.append(None)
+            continue
+        whose = ", whose document the section belongs to" if own else ""
+        out.append(("ambiguous_gold", f"the same question and answer were generated from chunk {keeper}{whose}"))
     return out
 
 

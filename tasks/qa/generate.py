@@ -30,6 +30,7 @@ from schemas.documents import DocumentRow
 from schemas.elements import ElementRow
 from schemas.headers import HeaderRow
 from schemas.qa_pairs import QaFailureRow, QaPairRow
+from tasks.ingest.ownership import owned_chunk_ids
 from tasks.qa import budget, handles, pages, rules
 from tasks.qa.doc_kind import document_kind
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
@@ -294,9 +295,20 @@ async def generate_for_chunk(
 
 
 def flag_pairs(pairs: Sequence[QaPairRow], chunks: dict[str, ChunkRow], settings: Settings) -> list[QaPairRow]:
-    """The pairs with their flags, all pending: the judge stage (``tasks.qa.judge``) approves the ones its critic passes."""
-    duplicates = duplicate_flags([p.question for p in pairs], [p.chunk_id for p in pairs], settings.qa.duplicate_threshold)
-    ambiguous = ambiguous_gold_flags([(p.question, p.answer) for p in pairs], [p.chunk_id for p in pairs])
+    """The pairs with their flags, all pending: the judge stage (``tasks.qa.judge``) approves the ones its critic passes.
+
+    Repeats are judged with the pairs of chunks their document owns (``tasks.ingest.ownership``) first: of two
+    documents printing one standard, the copy in the standard's own document is the one kept clean."""
+    owned = owned_chunk_ids(list(chunks.values()))
+    order = sorted(range(len(pairs)), key=lambda i: pairs[i].chunk_id not in owned)  # stable: owned first
+    ranked = [pairs[i] for i in order]
+    duplicates = [None] * len(pairs)
+    ambiguous = [None] * len(pairs)
+    found_duplicates = duplicate_flags([p.question for p in ranked], [p.chunk_id for p in ranked], settings.qa.duplicate_threshold)
+    found_ambiguous = ambiguous_gold_flags([(p.question, p.answer) for p in ranked], [p.chunk_id for p in ranked],
+                                           [p.chunk_id in owned for p in ranked])
+    for position, index in enumerate(order):
+        duplicates[index], ambiguous[index] = found_duplicates[position], found_ambiguous[position]
     out = []
     for pair, duplicate, repeated in zip(pairs, duplicates, ambiguous):
         chunk = chunks[pair.chunk_id]

@@ -354,7 +354,7 @@ def pair_contexts(pairs: Sequence[QaPairRow], chunks: Sequence[ChunkRow], docume
         name = file_names.get(pair.doc_id) or Path(pair.source_path).name
         out.append(pair_context(pair, by_chunk.get(pair.chunk_id), name, also_in, title_repeats=repeats.get(pair.doc_id, {}),
                                 roundtrip_rank=ranks.get(pair.qa_id), roundtrip_k=k,
-                                siblings=tuple((p.question, p.answer) for p in by_own[pair.chunk_id] if p.question != pair.question),
+                                siblings=tuple((p.question, p.answer) for p in by_own[pair.chunk_id] if p is not pair),
                                 doc_kind=kinds.get(pair.doc_id, "")))
     return out
 

@@ -32,6 +32,7 @@ class PairContext:
     roundtrip_k: int = 0
     """The own chunk must rank within this many (0: the round trip is not checked)."""
     siblings: tuple[tuple[str, str], ...] = ()
-    """(question, answer) of the other pairs generated from the same chunk (a value asked twice)."""
+    """(question, answer) of the other pairs generated from the same chunk (a value asked twice; the same question with
+    another answer included)."""
     doc_kind: str = ""
     """The kind of the pair's document read off its chunks (``tasks.qa.doc_kind``): the auto-approval band's first part."""

@@ -5,7 +5,8 @@ A label opens a paragraph: "§ 571.209", "Annex 3", "Appendix B", "Chapter 2", "
 S5, 5.2.1 under 5.2); kinds nest by rank (a § holds annexes, which hold chapters, which hold numbered
 paragraphs). A bare "5." or "가." is a label only on a heading-like line (short, no sentence), since in
 running text it is a list item; "3 ASSESSMENTS" (no period) only on a heading; a number followed by a
-lower-case word ("5.2.1 and a force ...") is a cross-reference that a line break put first, never a label.
+lower-case word ("5.2.1 and a force ...", "S10.3.2, use only ...") is a cross-reference that a line break
+put first, never a label.
 
 ``SectionTree`` walks a document's elements in reading order and gives each one its heading path.
 """
@@ -28,7 +29,7 @@ LABEL_RE = re.compile(
     r"|(?P<num>\d+(?:\.\d+)+)\.?(?=\s+\S)"
     r"|(?P<top>\d{1,2})\.(?=\s+\S)"
     r"|(?P<tops>\d{1,2})(?=\s{1,3}[A-Z])"
-    r"|(?P<ga>[가-하])\.(?=\s+\S)"
+    r"|(?P<ga>[가나다라마바사아자차카타파하])\.(?=\s+\S)"
     r")",
     re.IGNORECASE,
 )
@@ -73,8 +74,8 @@ def parse_label(text: str, heading: bool = False) -> Label | None:
     kind = next(k for k in ("para", "annex", "chapter", "jang", "jo", "roman", "s", "num", "top", "tops", "ga") if m.group(k))
     if kind in HEADING_ONLY and not (heading or _heading_like(text)) or kind == "tops" and not heading:
         return None
-    if kind in ("s", "num", "top", "tops") and re.match(r"\s*[a-z]", text[m.end() :].lstrip(".")):
-        return None  # "5.2.1 and a force of ..." continues a sentence: a cross-reference, not a section
+    if kind in ("s", "num", "top", "tops") and re.match(r"\s*[,;]?\s*[a-z]", re.sub(r"^[\d.]*", "", text[m.end() :])):
+        return None  # "5.2.1 and a force of ...", "S10.3.2, use only ..." continue a sentence: a cross-reference
     if kind == "para":
         return Label("§", (m.group("pnum"),))
     if kind == "annex":
@@ -88,6 +89,15 @@ def parse_label(text: str, heading: bool = False) -> Label | None:
     if kind == "roman":
         return Label("roman", (m.group("roman").rstrip("."),))
     return Label(kind, (m.group(kind),))
+
+
+def section_key(title: str) -> str:
+    """What identifies a section across documents: its numbered label ("§ 571.216", "Annex 3") when its title opens
+    with one, else its title's words (case folded): two extracts that both print § 571.216 hold the same section."""
+    label = parse_label(title, heading=True)
+    if label is not None:
+        return f"{label.kind} {'.'.join(label.parts)}"
+    return " ".join(re.findall(r"[^\W_]+", title.casefold()))
 
 
 def is_caption(text: str) -> bool:
@@ -133,6 +143,12 @@ class SectionTree:
         while self._stack and not self._holds(self._stack[-1], label, rank, size):
             self._stack.pop()
         self._stack.append(_Open(label, rank, title, key, size))
+
+    def close(self, key: int) -> None:
+        """Close the open section with caller key ``key`` and every section inside it."""
+        keys = self.keys()
+        if key in keys:
+            del self._stack[keys.index(key) :]
 
     def retitle(self, title: str) -> None:
         """Change the innermost open section's title (a heading continued on the next line)."""

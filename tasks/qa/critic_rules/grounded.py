@@ -226,8 +226,9 @@ def _misread(tokens: list[str], i: int) -> bool:
 
 
 def garbage_tokens(text: str) -> list[str]:
-    """Tokens that are not word-like: layout debris (``_debris``) and misread values (``_misread``)."""
-    tokens = text.split()
+    """Tokens that are not word-like: layout debris (``_debris``) and misread values (``_misread``); an arrow between
+    two words ('subframe -> tunnel -> sill', a load path on a slide) is notation, not debris."""
+    tokens = re.sub(r"(?<=\w)\s+-+>\s+(?=\w)", " ", text).split()
     return [t for i, t in enumerate(tokens) if (_debris(t) and not _comparison(tokens, i)) or _misread(tokens, i)]
 
 

@@ -177,10 +177,12 @@ _EXTREME_RE = re.compile(r"\b(?:highest|lowest|largest|smallest|greatest|maximum
 
 @rule("critic.table.value_twin", "critic", "the question and the other questions of its chunk",
       "another question asks which row is highest/lowest and its answer is the row this question asks the value of "
-      "(the pair and its twin count once)", "useful")
+      "(the pair and its twin count once); not an answer of two values (a comparison)", "useful")
 def value_twin(ctx: PairContext) -> list[Signal]:
     """'what is the mass for Thorax' beside 'which part has the highest mass? Thorax'."""
     if _EXTREME_RE.search(_QUOTED_RE.sub(" ", ctx.question)):  # a quoted chart title may say 'Highest'
+        return []
+    if len(re.findall(r"\d+(?:[.,]\d+)?", ctx.answer)) >= 2:  # '제1기 28명, 제2기 7명': two values compared, not a twin
         return []
     q = _norm(ctx.question)
     for question, answer in ctx.siblings:
@@ -281,47 +283,63 @@ def _block_of(markdown: str, at: int) -> str:
     return markdown[start + 1 if start >= 0 else 0:end if end >= 0 else len(markdown)]
 
 
+def _values_around(markdown: str, at: int, unit: str, own: set[str]) -> set[str] | None:
+    """The distinct values in ``unit`` of the prose paragraph around ``at`` besides the answer's own numbers (``own``);
+    None for a table or a bullet list, whose rows name their values."""
+    block = _block_of(markdown, at)
+    if re.search(r"(?m)^\s*(?:\||[-*•]\s)", block):
+        return None
+    block = re.sub(r"(?:±|\+/-|\+)\s*\d+(?:[.,]\d+)?", " ", block)  # a tolerance ('±' read as '+' too) is no other value
+    block = re.sub(r"(\d+(?:[.,]\d+)?)\s*\S{0,8}\s*(?:to|and|-|–)\s*\d+(?:[.,]\d+)?", r"\1", block)  # nor a range's end
+    with_unit = r"\d+(?:[.,]\d+)?(?=\s*" + re.escape(unit) + r"(?![\w/]))"
+    return {m.group(0) for m in re.finditer(with_unit, block, re.IGNORECASE)} - own
+
+
 @rule("critic.answer.several_values", "critic", "the value answered from a prose paragraph (no table or list)",
-      "the paragraph gives two or more values in the answer's unit and the question shares no word with the words "
-      "before the answer: which value is meant is not said", "grounded")
+      "wherever the chunk gives the value, its paragraph gives another value in the answer's unit (tolerances and the "
+      "answer's own range ends aside) and the question shares no word with the four words before the value: which value "
+      "is meant is not said", "grounded")
 def several_values(ctx: PairContext) -> list[Signal]:
     """'What angle does section 3.5 specify?' where the section gives a roll and a pitch angle."""
     found = _ANY_UNIT_RE.search(ctx.answer)
     if not found or len(ctx.answer.split()) > 6 or ctx.target_modality != "text":
         return []
     value = re.search(r"\d+(?:[.,]\d+)?", ctx.answer).group(0)
-    at = ctx.chunk_markdown.find(value)
-    if at < 0:
-        return []
-    block = _block_of(ctx.chunk_markdown, at)
-    if re.search(r"(?m)^\s*(?:\||[-*•]\s)", block):  # a table or a bullet list: its rows name their values
-        return []
-    unit = found.group(1).casefold()
-    block = re.sub(r"(?:±|\+/-)\s*\d+(?:[.,]\d+)?", " ", block)  # a tolerance is not another value
-    block = re.sub(r"(\d+(?:[.,]\d+)?)\s*\S{0,8}\s*(?:to|and|-|–)\s*\d+(?:[.,]\d+)?", r"\1", block)  # nor a range's end
-    with_unit = r"\d+(?:[.,]\d+)?(?=\s*" + re.escape(unit) + r"(?![\w/]))"
-    values = {m.group(0) for m in re.finditer(with_unit, block, re.IGNORECASE)}
-    before = set(_norm(ctx.chunk_markdown[max(0, at - 60):at]).split()[-4:])
-    asked = set(_norm(_QUOTED_RE.sub(" ", ctx.question)).split())
-    if len(values) >= 2 and not (before & asked - _STOP):
-        return [Signal("grounded", 2, f"the passage gives {len(values)} values in {unit}: which one is asked is not said")]
+    unit, own = found.group(1).casefold(), set(re.findall(r"\d+(?:[.,]\d+)?", ctx.answer))
+    asked = set(_norm(_QUOTED_RE.sub(" ", ctx.question)).split()) - _STOP
+    most = 0
+    for located in re.finditer(r"(?<![\d.,])" + re.escape(value) + r"(?![\d])", ctx.chunk_markdown):  # not the '10' of '100'
+        at = located.start()
+        others = _values_around(ctx.chunk_markdown, at, unit, own)
+        if not others or set(_norm(ctx.chunk_markdown[max(0, at - 60):at]).split()[-4:]) & asked:
+            return []
+        most = max(most, len(others) + 1)
+    if most >= 2:
+        return [Signal("grounded", 2, f"the passage gives {most} values in {unit}: which one is asked is not said")]
     return []
 
 
 _STOP = frozenset("the a an of to in on at by for with and or is are was were what which does do did specify specifies "
                   "according paragraph section document".split())
-_LEAD_IN_RE = re.compile(r"(?:the\s+following(?:\s+[\w-]+){0,5}|as\s+follows)\s*[.:;]?\s*$", re.IGNORECASE)
-"""Not a bare '... below.': 'shall make one dynamic test ... according to the method described below.' states its
+_LEAD_IN_RE = re.compile(r"(?:the\s+following(?!\s+(?:year|month|week|day|quarter|period|morning)s?\b)(?:\s+[\w-]+){0,5}"
+                         r"|as\s+follows)\s*[.:;]?\s*$", re.IGNORECASE)
+"""'the following year' is a time, not a lead-in (Euro NCAP star rating 1.3, labelled usable). Not a bare '... below.':
+'shall make one dynamic test ... according to the method described below.' states its
 requirement before pointing on (a labelled usable UN R95 pair), and a pointer to a paragraph below is pointer_only's."""
+_BELOW_OBJECT_RE = re.compile(r"\b(?:at|in|to|fulfil|fulfill|meet|satisfy|with)\s+the\s+(?:\w+\s+){0,2}(?:requirements?|location|"
+                              r"positions?|conditions?|values?|points?|dimensions?)\s+(?:described|specified|defined|given|shown|"
+                              r"set\s+out|listed)\s+below\b", re.IGNORECASE)
+"""The answer's object is only 'the requirements specified below' or 'the location described below' (UN R16 6.2.5,
+FMVSS 214 S8.11): what it points at is not in it."""
 
 
 @rule("critic.answer.lead_in", "critic", "the answer",
-      "the answer ends by announcing what follows ('... under the following conditions.', 'as follows:'): the content is "
-      "not in it", "useful")
+      "the answer ends by announcing what follows ('... under the following conditions.', 'as follows:'), or its object "
+      "is only 'the location described below': the content is not in it", "useful")
 def lead_in(ctx: PairContext) -> list[Signal]:
     """An answer that is only the lead-in of a list or of sub-paragraphs."""
     return [Signal("useful", 2, "the answer is a lead-in: what it announces is not in it")] \
-        if _LEAD_IN_RE.search(ctx.answer.strip()) else []
+        if _LEAD_IN_RE.search(ctx.answer.strip()) or _BELOW_OBJECT_RE.search(ctx.answer) else []
 
 
 _ADMINISTRATIVE_RE = re.compile(
