@@ -544,3 +544,20 @@ def test_ambiguous_gold_keeps_the_copy_whose_document_owns_the_section():
     assert ambiguous_gold_flags([pair, pair], ["a", "b"], [False, False])[0] is None  # no owner: the first copy
     assert ambiguous_gold_flags([pair, pair, pair], ["a", "b", "c"], [False, True, True])[1:] == [
         None, ("ambiguous_gold", "the same question and answer were generated from chunk b, whose document the section belongs to")]
+
+
+def test_a_long_section_split_into_parts_is_no_running_head_but_a_title_opening_two_sections_is():
+    # "DEFINITIONS" split into two chunks (part 0 and 1) is one section; a title heading two sections repeats
+    from tasks.qa.judge import title_counts
+
+    def chunk(i, title, part):
+        return ChunkRow(chunk_id=f"c{i}", doc_id="d1", source_path="x/protocol.pdf", unit="section", page_start=i,
+                        page_end=i, part_index=part, title=title, heading_path=[title],
+                        markdown=f"# {title}\n\nPartner - a vehicle sold under another brand.", token_count=9,
+                        has_table=False, has_image=False, has_chart=False, has_ocr=False, element_ids=[])
+
+    chunks = [chunk(0, "DEFINITIONS", 0), chunk(1, "DEFINITIONS", 1), chunk(2, "Roof Strength Protocol", 0),
+              chunk(3, "Roof Strength Protocol", 0)]
+    counts = title_counts(chunks)["d1"]
+    assert "definitions" not in {t.lower() for t in counts}
+    assert [n for t, n in counts.items() if "roof" in t.lower()] == [2]

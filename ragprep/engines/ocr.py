@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ragprep.settings import Settings
     from ragprep.storage import Layout
 
-OCR_RULES_VERSION = "lines-v1"
+OCR_RULES_VERSION = "lines-v3-boxes"
 """Bump when the post-processing of Tesseract output changes (invalidates the cache)."""
 
 _log = logging.getLogger("ragprep.cache")
@@ -39,6 +39,10 @@ class OcrResult:
     n_words: int
     n_chars: int
     """Letters and digits kept after the confidence filter."""
+    words: tuple = ()
+    """Word boxes of the layout read, ``(text, confidence, left, top, width, height)`` in pixels, for reading a
+    picture of a table as a grid (``tasks.ingest.extract.ocr_table``). Pictures ruled like a table get a second read
+    for this, with the ruling lines painted out; the others reuse the words of the text read."""
 
 
 def _read_cached(path: Path | None) -> OcrResult | None:
@@ -47,6 +51,9 @@ def _read_cached(path: Path | None) -> OcrResult | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        data["words"] = tuple(tuple(w) for w in data.get("words", ()))
         result = OcrResult(**data)
         if not isinstance(result.text, str) or not all(isinstance(v, (int, float)) for v in
                                                        (result.mean_confidence, result.n_words, result.n_chars)):
@@ -162,36 +169,50 @@ class TesseractOcr:
         from PIL import Image
 
         with Image.open(io.BytesIO(image)) as img:
-            img = img.convert("RGB") if img.mode not in ("RGB", "L") else img.copy()
-        result = self._recognize_with(img, self.languages, deadline, limit)
-        languages = self.languages.split("+")
+            img = flatten(img)
+        langs = self.languages
+        result = self._recognize_with(img, langs, deadline, limit)
+        languages = langs.split("+")
         if len(languages) > 1 and stray_jamo(result.text):
             # Latin text read with Korean as the primary model comes out as stray jamo
             # ("DECEL" -> "0ㅁ0ㄷ<ㄷㄴ"); retry with the languages rotated and keep the cleaner read.
-            rotated = self._recognize_with(img, "+".join(languages[1:] + languages[:1]), deadline, limit)
+            rotated_langs = "+".join(languages[1:] + languages[:1])
+            rotated = self._recognize_with(img, rotated_langs, deadline, limit)
             if (stray_jamo(rotated.text), -rotated.mean_confidence) < (stray_jamo(result.text), -result.mean_confidence):
-                result = rotated
+                result, langs = rotated, rotated_langs
+        rules = ruling_lines(img)
+        if len(rules[0]) >= MIN_RULES[0] and len(rules[1]) >= MIN_RULES[1]:
+            # Text in ruled cells (often on coloured fills) is missed by the page-layout read; one uniform block
+            # with the rules painted out reads every cell, and its boxes are what the table reader needs.
+            layout = self._recognize_with(without_lines(img), langs, deadline, limit, psm=6)
+            if result.n_chars < LAYOUT_TEXT_SHARE * layout.n_chars:
+                # the page-layout read lost most of the text (a page that is one ruled table can read as nothing)
+                result = layout
+            result = replace(result, words=layout.words)
         return result
 
-    def _recognize_with(self, img, languages: str, deadline: float, limit: float) -> OcrResult:
+    def _recognize_with(self, img, languages: str, deadline: float, limit: float, psm: int = 3) -> OcrResult:
         import pytesseract
 
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise OcrTimeout(f"Tesseract did not finish within {limit:g} s (ocr.timeout_s)")
         try:
-            data = pytesseract.image_to_data(img, lang=languages, config="--psm 3", output_type=pytesseract.Output.DICT,
+            data = pytesseract.image_to_data(img, lang=languages, config=f"--psm {psm}", output_type=pytesseract.Output.DICT,
                                              timeout=remaining)
         except RuntimeError as exc:
             if "timeout" not in str(exc).lower():
                 raise
             raise OcrTimeout(f"Tesseract did not finish within {limit:g} s (ocr.timeout_s); process killed") from None
         lines: dict[tuple[int, int, int], list[tuple[str, float]]] = {}
+        boxes = []
         for i, word in enumerate(data["text"]):
             word = (word or "").strip()
             if word:
                 key = (data["block_num"][i], data["par_num"][i], data["line_num"][i])
-                lines.setdefault(key, []).append((word, max(float(data["conf"][i]), 0.0)))
+                conf = max(float(data["conf"][i]), 0.0)
+                lines.setdefault(key, []).append((word, conf))
+                boxes.append((word, conf, data["left"][i], data["top"][i], data["width"][i], data["height"][i]))
         kept = [
             words for _, words in sorted(lines.items())
             if sum(c for _, c in words) / len(words) >= self.min_confidence
@@ -200,7 +221,78 @@ class TesseractOcr:
         text = "\n".join(" ".join(w for w, _ in words) for words in kept)
         n_chars = sum(ch.isalnum() for ch in text)
         mean = sum(confidences) / len(confidences) if confidences else 0.0
-        return OcrResult(text=text, mean_confidence=round(mean, 2), n_words=len(confidences), n_chars=n_chars)
+        return OcrResult(text=text, mean_confidence=round(mean, 2), n_words=len(confidences), n_chars=n_chars,
+                         words=tuple(boxes))
+
+
+MIN_RULES = (3, 2)
+"""Horizontal and vertical ruling lines a picture needs before it gets the second, table-layout read."""
+LAYOUT_TEXT_SHARE = 0.5
+"""The table-layout read's text replaces the page-layout read's when that kept under this share of its letters
+and digits."""
+RULE_SHARE = 0.3
+"""A pixel row (column) is a ruling line when at least this share of it is dark."""
+DARK = 160
+"""Grey level below which a pixel counts as ink for finding ruling lines."""
+INK_CHANNEL = 110
+INK_GREY = 180
+"""A pixel is ink for the table-layout read when its darkest channel is below ``INK_CHANNEL`` and its grey level
+below ``INK_GREY``."""
+
+
+def flatten(img):
+    """The image as RGB (or greyscale) on white: transparent parts become white, not black (a semi-transparent
+    cell fill converted naively turns dark and hides its text)."""
+    from PIL import Image
+
+    if img.mode in ("RGB", "L"):
+        return img.copy()
+    rgba = img.convert("RGBA")
+    background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+    return Image.alpha_composite(background, rgba).convert("RGB")
+
+
+def ruling_lines(img) -> tuple[list[int], list[int]]:
+    """Pixel rows and columns that are ruling lines (mostly dark), adjacent ones counted once: (rows, columns)."""
+    import numpy as np
+
+    ink = np.asarray(img.convert("L")) < DARK
+    if ink.size == 0:
+        return [], []
+    rows = np.flatnonzero(ink.mean(axis=1) >= RULE_SHARE)
+    cols = np.flatnonzero(ink.mean(axis=0) >= RULE_SHARE)
+
+    def runs(index) -> list[int]:
+        return [int(v) for i, v in enumerate(index) if i == 0 or index[i - 1] != v - 1]
+
+    return runs(rows), runs(cols)
+
+
+def ink_mask(img):
+    """Pixels that are ink: dark in their darkest channel and not light overall, so coloured text (blue, orange,
+    red) is ink and light or pastel cell fills (green, yellow, grey) are not; in a greyscale image (a rendered PDF
+    page), pixels darker than ``DARK``."""
+    import numpy as np
+
+    grey = np.asarray(img.convert("L"))
+    if img.mode == "L":  # no colour to tell coloured text from a fill: the ruling-line threshold
+        return grey < DARK
+    rgb = np.asarray(img.convert("RGB")).astype(np.int16)
+    return (rgb.min(axis=2) < INK_CHANNEL) & (grey < INK_GREY)
+
+
+def without_lines(img):
+    """The image as black ink on white (``ink_mask``) with its ruling lines (mostly-ink pixel rows and columns)
+    painted white."""
+    import numpy as np
+    from PIL import Image
+
+    ink = ink_mask(img)
+    rows = ink.mean(axis=1) >= RULE_SHARE
+    cols = ink.mean(axis=0) >= RULE_SHARE
+    ink[rows, :] = False
+    ink[:, cols] = False
+    return Image.fromarray(np.where(ink, 0, 255).astype(np.uint8))
 
 
 def stray_jamo(text: str) -> int:

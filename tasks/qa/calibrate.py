@@ -148,7 +148,7 @@ def attach_corpus(rows: Sequence[dict], chunks: Sequence, embedder=None) -> None
     for chunk in chunks:
         by_file[Path(chunk.source_path).name].append(chunk)
     texts = {c.chunk_id: c.qa_text for c in chunks}
-    counts = {name: Counter(_norm(c.title) for c in members) for name, members in by_file.items()}
+    counts = {name: Counter(_norm(c.title) for c in members if not c.part_index) for name, members in by_file.items()}
     own = []
     for row in rows:
         members = by_file.get(row["file_name"], [])

@@ -159,9 +159,12 @@ def pair_context(pair: QaPairRow, chunk: ChunkRow | None, file_name: str, also_i
 
 
 def title_counts(chunks: Sequence[ChunkRow]) -> dict[str, dict[str, int]]:
-    """Per document, how many of its chunks carry each normalised title (a page running head repeats)."""
+    """Per document, how many of its sections' first chunks carry each normalised title (a page running head
+    repeats; the later parts of one long section share its title and count once)."""
     out: dict[str, Counter] = {}
     for chunk in chunks:
+        if chunk.part_index:
+            continue
         out.setdefault(chunk.doc_id, Counter())[norm_title(chunk.title)] += 1
     return {doc: {t: n for t, n in counts.items() if n >= 2} for doc, counts in out.items()}
 

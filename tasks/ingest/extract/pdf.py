@@ -27,6 +27,7 @@ import pymupdf
 
 from ragprep import __version__
 from ragprep.engines.hyphens import Hyphenation
+from ragprep.engines.ocr import OcrResult
 from ragprep.engines.pdf import PDF_LOCK, TEXT_FLAGS
 from ragprep.ids import element_id_for
 from ragprep.settings import Settings
@@ -38,7 +39,8 @@ from tasks.ingest.extract.base import (
     OutlineEntry,
     dumps_meta,
 )
-from tasks.ingest.extract.markdown import quote_block
+from tasks.ingest.extract.markdown import markdown_table, quote_block
+from tasks.ingest.extract.ocr_table import read_table
 from tasks.ingest.extract.pdf_health import lost_glyphs, lost_spaces
 from tasks.ingest.extract.pdf_limits import page_refusal
 from tasks.ingest.extract.pdf_order import reading_order
@@ -296,15 +298,16 @@ def _element_row(ctx: ExtractContext, page_number: int, order: int, item: _Item)
     )
 
 
-def _ocr_row(ctx: ExtractContext, page: _Page, order: int, warnings: list[str]) -> ElementRow:
-    """OCR the page's rendering into an ``ocr_page`` row; OCR problems become warnings."""
+def _ocr_row(ctx: ExtractContext, page: _Page, order: int, warnings: list[str]) -> tuple[ElementRow, OcrResult | None]:
+    """OCR the page's rendering into an ``ocr_page`` row (and the OCR result when it read text); OCR problems
+    become warnings."""
     status, result, warning = ctx.ocr_image(page.ocr_png or b"")
     if warning:
         warnings.append(f"page {page.number}: {warning}")
     if status in ("unavailable", "disabled"):
         warnings.append(f"page {page.number}: {page.ocr_reason}, OCR {status}; page text may be missing")
     text = quote_block(f"OCR text of page {page.number}", result.text) if status == "ok" and result else ""
-    return ElementRow(
+    row = ElementRow(
         element_id=element_id_for(ctx.doc_id, "page", page.number, order, "ocr_page"),
         doc_id=ctx.doc_id,
         source_path=ctx.source_path,
@@ -319,13 +322,36 @@ def _ocr_row(ctx: ExtractContext, page: _Page, order: int, warnings: list[str]) 
         extractor="pymupdf+tesseract",
         meta=dumps_meta(reason=page.ocr_reason, mean_confidence=result.mean_confidence if result else None),
     )
+    return row, (result if status == "ok" else None)
+
+
+def _ocr_table_row(ctx: ExtractContext, page_number: int, order: int, grid: list[list[str]]) -> ElementRow:
+    """A ``table`` row for a scanned page that is a table, read from its OCR word boxes (``ocr_table``)."""
+    return ElementRow(
+        element_id=element_id_for(ctx.doc_id, "page", page_number, order, "table"),
+        doc_id=ctx.doc_id,
+        source_path=ctx.source_path,
+        unit="page",
+        number=page_number,
+        order=order,
+        kind="table",
+        text=markdown_table(grid),
+        text_source="ocr",
+        extractor="pymupdf+tesseract-grid",
+        meta=dumps_meta(rows=len(grid), cols=len(grid[0]), read_from="ocr_page"),
+    )
 
 
 def _page_elements(page: _Page, ctx: ExtractContext, warnings: list[str]) -> list[ElementRow]:
-    """The page's element rows in reading order, then its OCR row when the page needs OCR."""
+    """The page's element rows in reading order, then its OCR row when the page needs OCR (and a table row when
+    the scanned page is a table: most of its words in one grid)."""
     rows = [_element_row(ctx, page.number, order, item) for order, item in enumerate(_page_items(page))]
     if page.ocr_reason:
-        rows.append(_ocr_row(ctx, page, len(rows), warnings))
+        row, result = _ocr_row(ctx, page, len(rows), warnings)
+        rows.append(row)
+        grid = read_table(result.words) if result is not None else None
+        if grid:
+            rows.append(_ocr_table_row(ctx, page.number, len(rows), grid))
     return rows
 
 

@@ -4,7 +4,8 @@ Per slide: title, text with bullet levels, tables (merged cells repeated into th
 they span), charts as a categories x series data table (from python-pptx, or from the
 chart XML's cached values for plot types python-pptx cannot read, such as 3-D bar
 charts), SmartArt text, pictures (stored once, content-addressed, OCR'd when they carry
-text) and speaker notes.  Group shapes are walked recursively and their children placed
+text; a picture of a table also becomes a ``table`` element read from its OCR word boxes,
+``tasks.ingest.extract.ocr_table``) and speaker notes.  Group shapes are walked recursively and their children placed
 by their absolute position on the slide.
 """
 
@@ -38,6 +39,7 @@ from tasks.ingest.extract.markdown import (
     markdown_table,
     quote_block,
 )
+from tasks.ingest.extract.ocr_table import read_table
 from tasks.ingest.extract.ocr_text import clean_ocr_text
 
 EMU_PER_POINT = 12700
@@ -355,7 +357,7 @@ class _SlideBuilder:
         label = (alt.get("descr") if alt is not None else None) or shape.name
         size = f" ({width}x{height} px)" if width else ""
         text = f"![{_one_line(label)}{size}]({stored.rel_path})"
-        ocr_status, ocr_text, meta_note = "not_needed", None, None
+        ocr_status, ocr_text, meta_note, grid = "not_needed", None, None, None
         small = width is not None and min(width, height) < self.ctx.settings.ocr.min_image_px
         if ext not in OCR_FORMATS:
             meta_note = f"{ext} image not OCR'd (vector format)"
@@ -369,7 +371,10 @@ class _SlideBuilder:
                 ocr_text = result.text
                 self.n_ocr += 1
                 cleaned = clean_ocr_text(result.text)  # garbage lines out, spaced-out syllables joined
-                if cleaned:
+                grid = read_table(result.words)
+                if grid:
+                    meta_note = "read as a table: the table element after this picture"
+                elif cleaned:
                     text += "\n\n" + quote_block(f'OCR text of picture "{_one_line(label)}"', cleaned)
                 else:
                     meta_note = "OCR text was no words (left out of the chunk; kept in ocr_text)"
@@ -385,6 +390,9 @@ class _SlideBuilder:
             ocr_status=ocr_status,
             meta=dumps_meta(format=ext, sha256=stored.sha256, note=meta_note),
         )
+        if grid:
+            self.add("table", markdown_table(grid), item, extractor="tesseract-grid", text_source="ocr",
+                     meta=dumps_meta(rows=len(grid), cols=len(grid[0]), read_from="picture", sha256=stored.sha256))
 
     def chart(self, item: _Placed) -> None:
         chart = item.shape.chart
