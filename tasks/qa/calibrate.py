@@ -56,6 +56,7 @@ LABEL_FILES = (
     "tests/data/qa_labels_gen_round5.jsonl",
     "tests/data/qa_labels_gen_round6.jsonl", "tests/data/qa_labels_gen_round7.jsonl",
     "tests/data/qa_labels_gen_round8.jsonl", "tests/data/qa_labels_gen_round9.jsonl",
+    "tests/data/qa_labels_results_round1.jsonl",
     "tests/data/qa_labels_gen_round10.jsonl", "tests/data/qa_labels_critic_round6.jsonl",
     "tests/data/qa_labels_gen_round11.jsonl", "tests/data/qa_labels_gate_round5.jsonl",
     "tests/data/qa_labels_regcov_round1.jsonl", "tests/data/qa_labels_gen_round12.jsonl",

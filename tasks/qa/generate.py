@@ -105,6 +105,9 @@ def _document_title(document: DocumentRow | None, chunks: Sequence[ChunkRow]) ->
             continue
         on_title_page = (chunk.slide == 1 or chunk.page_start == 1) and not handles.section_heading(raw)
         title = _good_title(heading, file_name, heads) if on_title_page else ""  # never a later slide's heading
+        if not title and chunk.slide == 1:  # a title slide headed "Report": its subtitle line names the deck
+            title = handles.title_slide_subtitle(chunk.markdown)
+            title = title if rules.real_title(title, file_name) and not handles.is_running_head(title, heads) else ""
         break
     return title
 
