@@ -217,9 +217,10 @@ class QaSettings(BaseModel):
     model_config = _GROUP
     tokens_per_pair: int = Field(70, ge=10, description="One QA pair per this many chunk tokens ...")
     max_per_chunk: int = Field(15, ge=1, description="... capped at this many per chunk.")
-    coverage_rules: bool = Field(False, description="Heuristic provider: ask the procedure steps and set-up statements of a "
-                                 "regulation's numbered paragraphs and a protocol's test conditions in prose (tasks.qa.rules.coverage) for a "
-                                 "chunk no other rule asks of. Off: 0.59-0.64 usable on documents they were not written from.")
+    coverage_rules: bool = Field(False, description="Heuristic provider: also ask a protocol's test conditions in prose and "
+                                 "values stated without a modal (generate.protocol.test_condition, generate.requirement.stated_value) "
+                                 "for a chunk no other rule asks of; the procedure-step and set-up-statement coverage rules "
+                                 "(tasks.qa.rules.coverage) are asked by default. Off: not shown >= 0.85 usable on unseen documents.")
     auto_approve: bool = Field(True, description="Pairs without flags are approved without review.")
     duplicate_threshold: float = Field(
         90.0, ge=50, le=100, description="rapidfuzz token_set_ratio at or above which two questions are near-duplicates."

@@ -40,14 +40,15 @@ def test_a_test_condition_in_prose_is_asked_with_its_quantity_and_subject():
     question = ('According to the "Impact speed and overlap" section of the "Moderate Overlap Frontal Crashworthiness '
                 'Evaluation 2.0: Crash Test Protocol" document, at what speed are offset barrier crash tests conducted?')
     assert pairs[question] == "Offset barrier crash tests are conducted at 64.4 ± 1 km/h and a 40 ± 1% overlap."
-    assert any(q.endswith("what are the dimensions of the base unit?") for q in pairs)
+    # the barrier's dimensions are the stated-value rule's (named by their own section), not asked twice here
+    assert not any(q.endswith("what are the dimensions of the base unit?") for q in pairs)
     # a generic distance names no dimension: "25 cm before the barrier" is not asked as "what distance ..."
     assert not any("what distance" in q for q in pairs)
     # no question without a protocol: the same chunk in a document of another kind gives none
     other = ChunkView(title=view.title, language="en", markdown=view.markdown,
                       handle=Handle(title=IIHS.title, doc_kind="report"))
     assert not asked("generate.protocol.test_condition", other)
-    # a coverage rule: off by default (7 of 11 usable), so the default generator does not ask it
+    # a coverage rule behind qa.coverage_rules (too few labelled pairs to measure), so the default generator does not ask it
     assert not any(q.endswith("at what speed are offset barrier crash tests conducted?") for q in
                    (c.question for c in rules.generate(view, 15)))
 

@@ -60,7 +60,7 @@ def test_dimensions_and_requirements():
     assert ask("The number of seats is 7.") == ""  # a count, not a measure with its unit
 
 
-def test_stated_value_is_a_coverage_rule_off_by_default():
+def test_stated_value_is_a_coverage_rule_asked_only_where_no_other_rule_asks():
     view = real_view("The XSensor power supply weighs 9 kg.", IIHS)
     assert not any(c.question.endswith("how much does the XSensor power supply weigh?") for c in rules.generate(view, 30))
     bare = ChunkView(title="Test vehicle preparation", language="en", handle=IIHS,

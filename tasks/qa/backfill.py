@@ -3,7 +3,8 @@
 The pipeline records ``generator_rule`` on every pair it writes (``tasks.qa.rules.source_rule``); about 980 labelled
 pairs are older than that field. ``backfill`` re-runs the current heuristic generator over every chunk of a run over
 the same documents (``ragprep ingest`` ... ``qa`` into ROOT: the chunks, elements, headers and document handles the
-pipeline would see) and looks for each labelled question among the candidates: first in the labelled row's own chunk
+pipeline would see; a chunk no other rule asks of gets the default coverage rules' candidates, as in the pipeline) and
+looks for each labelled question among the candidates: first in the labelled row's own chunk
 (the run's chunk closest to its ``chunk_markdown``, as ``calibrate.attach_corpus`` finds it), then anywhere in its
 document. A question whose best match scores at least ``MIN_QUESTION_RATIO`` (rapidfuzz ratio) takes that
 candidate's rule and its place among its chunk's candidates (``chunk_rank``, 0 = the chunk's first pair); a question
@@ -52,6 +53,7 @@ def _candidates(root: Path, files: set[str]) -> dict[str, list[tuple[str, str, l
     from ragprep.tables import TableStore
     from tasks.qa import rules
     from tasks.qa.generate import carried_sections, chunk_view, document_handles
+    from tasks.qa.rules.coverage import DEFAULT_COVERAGE_SOURCES, coverage_candidates
 
     store = TableStore(Layout(root))
     chunks = [c for c in store.read("chunks") if Path(c.source_path).name in files]
@@ -61,17 +63,27 @@ def _candidates(root: Path, files: set[str]) -> dict[str, list[tuple[str, str, l
     out: dict[str, list] = defaultdict(list)
     for chunk in chunks:
         view = chunk_view(chunk, elements, handles.get(chunk.doc_id), carried.get(chunk.chunk_id, ""))
-        out[Path(chunk.source_path).name].append((chunk.chunk_id, chunk.qa_text, rules.generate(view, MAX_PER_CHUNK)))
+        asked = rules.generate(view, MAX_PER_CHUNK) or coverage_candidates(view, MAX_PER_CHUNK, DEFAULT_COVERAGE_SOURCES)
+        out[Path(chunk.source_path).name].append((chunk.chunk_id, chunk.qa_text, asked))
     return out
 
 
-def _best(question: str, chunks: Sequence[tuple[str, str, list]]) -> tuple[float, str, int]:
-    """(ratio, rule, rank in its chunk) of the candidate closest to ``question`` among ``chunks``."""
+MIN_ANSWER_RATIO = 80.0
+"""A candidate whose answer is further than this (rapidfuzz ratio) from the labelled answer is another pair, however
+close its question: templated questions ("What does paragraph 5.7.3 (Shoulder) of Annex 6 ... specify?") repeat over
+the statements of one paragraph, and a pair whose garbled answer is no longer asked must not count as asked."""
+
+
+def _best(question: str, chunks: Sequence[tuple[str, str, list]], answer: str = "") -> tuple[float, str, int]:
+    """(ratio, rule, rank in its chunk) of the candidate closest to ``question`` among ``chunks`` (with ``answer``:
+    among those whose answer is within ``MIN_ANSWER_RATIO`` of it)."""
     from rapidfuzz import fuzz
 
     best = (0.0, "", -1)
     for _, _, candidates in chunks:
         for rank, cand in enumerate(candidates):
+            if answer and fuzz.ratio(answer, cand.answer.strip()) < MIN_ANSWER_RATIO:
+                continue
             score = fuzz.ratio(question, cand.question)
             if score > best[0]:
                 best = (score, cand.rule, rank)
@@ -89,9 +101,9 @@ def backfill(rows: Sequence[dict], root: Path) -> list[dict]:
     for key, row in unique.items():
         members = by_file.get(row["file_name"], [])
         own = max(members, key=lambda m: fuzz.ratio(m[1][:1500], row["chunk_markdown"][:1500]), default=None)
-        score, name, rank = _best(row["question"].strip(), [own] if own else [])
+        score, name, rank = _best(row["question"].strip(), [own] if own else [], row["answer"].strip())
         if score < MIN_QUESTION_RATIO:
-            score, name, rank = _best(row["question"].strip(), members)
+            score, name, rank = _best(row["question"].strip(), members, row["answer"].strip())
         matched = score >= MIN_QUESTION_RATIO
         out.append({"file_name": row["file_name"], "question": row["question"].strip(), "answer": row["answer"].strip(),
                     "generator_rule": name if matched else None, "recorded_rule": row.get("generator_rule"),

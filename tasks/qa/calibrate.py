@@ -56,10 +56,11 @@ LABEL_FILES = (
     "tests/data/qa_labels_gen_round5.jsonl",
     "tests/data/qa_labels_gen_round6.jsonl", "tests/data/qa_labels_gen_round7.jsonl",
     "tests/data/qa_labels_gen_round8.jsonl", "tests/data/qa_labels_gen_round9.jsonl",
+    "tests/data/qa_labels_results_round1.jsonl",
     "tests/data/qa_labels_gen_round10.jsonl", "tests/data/qa_labels_critic_round6.jsonl",
     "tests/data/qa_labels_gen_round11.jsonl", "tests/data/qa_labels_gate_round5.jsonl",
-    "tests/data/qa_labels_regcov_round1.jsonl",
-    "tests/data/qa_labels_gen_round12.jsonl",
+    "tests/data/qa_labels_regcov_round1.jsonl", "tests/data/qa_labels_gen_round12.jsonl",
+    "tests/data/qa_labels_cov2_round1.jsonl",
 )
 POLICY_FILE = Path(__file__).with_name("critic_policy.json")
 KINDS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "qa_doc_kinds.json"

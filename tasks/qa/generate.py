@@ -4,8 +4,9 @@ Pairs per chunk follow its information content (``tasks.qa.budget``: one per fac
 ``qa.tokens_per_pair`` tokens, capped by ``qa.max_per_chunk``), mix question types, and include questions only a chunk's table,
 chart or picture can answer. Questions name what users know a document by (the report's
 test name and stage from ``headers``, else the document's real title, else the chunk's
-heading), never its file name. With ``qa.coverage_rules`` a chunk the heuristic rules ask nothing of gets the
-coverage rules' questions (``tasks.qa.rules.coverage``). A chunk whose generation fails is recorded in
+heading), never its file name. A chunk the heuristic rules ask nothing of gets the coverage rules' questions
+(``tasks.qa.rules.coverage``: procedure steps and set-up statements by default; also a protocol's test conditions and
+values stated without a modal with ``qa.coverage_rules``). A chunk whose generation fails is recorded in
 ``qa_failures`` and retried on the next run; the run goes on.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -33,7 +35,7 @@ from tasks.qa import budget, handles, pages, rules
 from tasks.qa.doc_kind import document_kind
 from tasks.qa.flags import ambiguous_gold_flags, duplicate_flags, language_of, pair_flags
 from tasks.qa.review import apply_review, chunk_bases
-from tasks.qa.rules.coverage import coverage_candidates
+from tasks.qa.rules.coverage import COVERAGE_SOURCES, DEFAULT_COVERAGE_SOURCES, coverage_candidates
 from tasks.stage import run_items
 
 PROVENANCE = {"chunk_id", "doc_id", "source_path", "slide", "page_start", "page_end"}
@@ -103,6 +105,9 @@ def _document_title(document: DocumentRow | None, chunks: Sequence[ChunkRow]) ->
             continue
         on_title_page = (chunk.slide == 1 or chunk.page_start == 1) and not handles.section_heading(raw)
         title = _good_title(heading, file_name, heads) if on_title_page else ""  # never a later slide's heading
+        if not title and chunk.slide == 1:  # a title slide headed "Report": its subtitle line names the deck
+            title = handles.title_slide_subtitle(chunk.markdown)
+            title = title if rules.real_title(title, file_name) and not handles.is_running_head(title, heads) else ""
         break
     return title
 
@@ -254,7 +259,8 @@ async def generate_for_chunk(
     """The pending QA pairs generated for one chunk (seen through ``view``), or a failure row when the reply was unusable.
     With ``chunk_pages`` each pair cites the page(s) its answer is on (``tasks.qa.pages``), else its chunk's pages."""
     n = pairs_wanted(chunk, settings, view)
-    fallback = coverage_candidates if settings.qa.coverage_rules else (lambda _view, _n: [])
+    sources = COVERAGE_SOURCES if settings.qa.coverage_rules else DEFAULT_COVERAGE_SOURCES
+    fallback = partial(coverage_candidates, sources=sources)
     generation = await generator.generate(
         "generate_qa",
         prompt,

@@ -145,3 +145,25 @@ def load_case_only(test_name: str) -> bool:
         return False
     units = re.compile(r"\d+(?:[.,]\d+)?(?:kph|km/h|kmh|mph|deg|°|%)?")
     return all(t in _LOAD_CASE_WORDS or units.fullmatch(t) for t in tokens)
+
+
+_SUBTITLE_SKIP_RE = re.compile(r"^\s*(?:#|!\[|>|\||[-*]\s*\w+\s*[:：])")
+"""Lines of a title slide that are no subtitle: its heading, a picture, a description, a table, a "Key: value" field."""
+
+
+@rule("generate.handle.title_slide_subtitle", "generate", "a deck whose stored title and title-slide heading both fail "
+      "the checks ('Report')",
+      "the first text line of the title slide that reads as a name (three or more words, mostly letters, at most 16 "
+      "words, its text boxes joined: 'Euro NCAP | Frontal-Impact against Rigid Wall ...') names the deck")
+def title_slide_subtitle(markdown: str) -> str:
+    """The title slide's first line that reads as a name (text boxes joined by ' | ' read as one phrase), or ''."""
+    for line in markdown.splitlines():
+        if not line.strip() or _SUBTITLE_SKIP_RE.match(line):
+            continue
+        name = clean_name(" ".join(part.strip() for part in line.split(" | ") if part.strip()))
+        words = re.findall(r"[^\W\d_]{2,}", name)
+        letters = sum(ch.isalpha() for ch in name)
+        if len(words) >= 3 and len(name.split()) <= 16 and letters >= 0.6 * len(name.replace(" ", "")):
+            return "" if section_heading(name) else name
+        return ""  # only the first text line of the slide is its subtitle
+    return ""

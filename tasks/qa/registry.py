@@ -58,7 +58,7 @@ def rule(name: str, kind: str, fires_on: str, criterion: str, caps: str = "") ->
 
 
 RULE_MODULES = ("tasks.qa.handles", "tasks.qa.rules.requirements", "tasks.qa.rules.provisions", "tasks.qa.budget",
-                "tasks.qa.rules.subjects", "tasks.qa.rules.tables", "tasks.qa.rules.pointers",
+                "tasks.qa.rules.subjects", "tasks.qa.rules.tables", "tasks.qa.rules.results", "tasks.qa.rules.pointers",
                 "tasks.qa.rules.cells", "tasks.qa.rules.facts", "tasks.qa.rules.criteria",
                 "tasks.qa.rules.sections", "tasks.qa.rules.opinions", "tasks.qa.critic_structure",
                 "tasks.qa.rules.coverage", "tasks.qa.rules.protocols")

@@ -13,6 +13,9 @@ Written from the leave-one-document-out misses of the calibrated critic on the 1
   must the vehicle be capable ... within the range?' -> 'Where a range is specified'; '... gap of > 0.5 mm?' -> 'If
   there is a gap greater than 0.5 mm') or is only relative to something unnamed ('In the case of other types of
   belts'): the pair asks nothing the question does not already say;
+- **construction label** (round 13, from the FMVSS 201 construction steps and R16 Annex 7's 'point P'): the answer
+  rests on a point, plane or line named by a bare letter (as a reference: 'at point P'), or is a construction step
+  naming a numbered plane; without the figure or the earlier steps that place the label, the pair says where nothing is;
 - **why dimension**: 'Why is the pole 254 mm ±3 mm in diameter and set off from any mounting surface?': a stated
   dimension is a specification, and the 'so that' clause the answer gives explains only the other predicate.
 
@@ -129,5 +132,39 @@ def why_dimension(ctx: PairContext) -> list[Signal]:
     return []
 
 
-AMBIGUITY_RULES = (several_answers, next_item, restated_condition, why_dimension)
+_LETTER_LABEL_RE = re.compile(
+    r"\b(?:at|through|on|by|from|to|of|in|along|between|about|around|with)\s+(?:the\s+)?(?:[Pp]oints?|[Pp]lanes?|[Ll]ines?|[Ss]pheres?)\s+(?P<label>[A-Z]{1,2}|[a-z](?:-[A-Z]-[a-z])?)\b(?![-’'])")
+"""A point, plane or line named by a bare letter and used as a reference ('at point P', 'centered on Point X', 'bounded
+by lines a-O-b'): a figure's or a construction's label, not a name. An answer that only lists labels as what the
+question asks for ('The anchorages ... are the points A, B and K') is left alone."""
+_NUMBER_LABEL_RE = re.compile(
+    r"\b(?:[Pp]oints?|[Pp]lanes?|[Ll]ines?)\s+(?P<label>\d{1,3}|[A-Z]{1,3})\b"
+    r"(?!\s*(?:mm|cm|m|kg|km|ms|s|per|%|°|degrees?)\b)")
+"""A point, plane or line named by a number or a short code ('Plane 26', 'Point APR'), not followed by a unit."""
+_CONSTRUCTION_STEP_RE = re.compile(r"^\s*(?:Locate|Draw|Determine|Construct|Mark|Establish|Extend|Project)\b")
+"""An answer that opens with an imperative of geometric construction."""
+
+
+def _unnamed_labels(pattern: re.Pattern[str], answer: str, question: str) -> list[str]:
+    """The labels ``pattern`` finds in the answer that the question does not name (as a whole word)."""
+    return [m.group(0) for m in pattern.finditer(answer)
+            if not re.search(rf"(?<![\w-]){re.escape(m.group('label'))}(?![\w-])", question)]
+
+
+@rule("critic.answer.construction_label", "critic", "the answer and the question",
+      "the answer rests on a construction or figure label the question does not name: a point, plane or line called by a "
+      "bare letter as a reference ('through Point X', 'at point P', 'by lines a-O-b'), or a construction step ('Locate "
+      "a transverse vertical plane (Plane 26) ...') naming a numbered plane or point: alone, the pair says where nothing "
+      "is", "useful")
+def construction_label(ctx: PairContext) -> list[Signal]:
+    """'Determine two spheres centered on Point X.'; 'The displacement measurement at point P shall not ...'."""
+    labels = _unnamed_labels(_LETTER_LABEL_RE, ctx.answer, ctx.question)
+    if not labels and _CONSTRUCTION_STEP_RE.match(ctx.answer):
+        labels = _unnamed_labels(_NUMBER_LABEL_RE, ctx.answer, ctx.question)
+    if labels:
+        return [Signal("useful", 2, f"the answer rests on a label the question does not name ('{labels[0]}')")]
+    return []
+
+
+AMBIGUITY_RULES = (several_answers, next_item, restated_condition, why_dimension, construction_label)
 """The rules of this module, in the order their reasons are listed."""

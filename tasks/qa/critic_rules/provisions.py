@@ -89,16 +89,24 @@ _WORD_RE = re.compile(r"[^\W_]+")
 _STOP = frozenset("a an the of to in on for and or any its it is are that which with by as at this".split())
 
 
+_DEFERRAL_RE = re.compile(
+    r"\b(?:as\s+)?(?:specified|declared|stated|designated|indicated)\s+by\s+the\s+(?:vehicle\s+)?manufacturer"
+    r"(?:\s+of\s+the\s+vehicle)?\b", re.IGNORECASE)
+"""'as specified by the manufacturer (of the vehicle)': the definition defers to someone else, it adds no content."""
+
+
 @rule("critic.provision.circular_definition", "critic", "a definition answer ('X means ...')",
       "the definition adds at most one word to the term it defines ('convertible roof frame means the frame of a "
-      "convertible roof')", "useful")
+      "convertible roof'; 'capacity of the fuel tank means the fuel-tank capacity as specified by the manufacturer': "
+      "hyphens split, a deferral to the manufacturer adds nothing)", "useful")
 def circular_definition(ctx: PairContext) -> list[Signal]:
     """A definition that restates its term."""
     found = _MEANS_RE.match(ctx.answer)
     if not found:
         return []
-    term = {w.casefold() for w in _WORD_RE.findall(found.group(1))}
-    new = [w for w in _WORD_RE.findall(found.group(2).casefold()) if w not in term and w not in _STOP]
+    term = {w.casefold() for w in _WORD_RE.findall(found.group(1).replace("-", " "))}
+    body = _DEFERRAL_RE.sub(" ", found.group(2).replace("-", " "))
+    new = [w for w in _WORD_RE.findall(body.casefold()) if w not in term and w not in _STOP]
     return [Signal("useful", 2, "the definition restates its term")] if len(new) <= 1 else []
 
 

@@ -224,6 +224,27 @@ def truncated_handle(ctx: PairContext) -> list[Signal]:
     return [Signal("well_formed", 2, "a quoted name is cut short with '...'")] if found else []
 
 
+_NAMED_HANDLE_RE = re.compile(r"[\"“]([^\"”]{2,120})[\"”]\s+(?:section|document|slide|chapter)\b")
+_FRAGMENT_START_RE = re.compile(r"^[a-z]{1,3}\s")
+"""A heading cut inside a phrase: it opens with a short lower-case word ('for EUROSID 1', 'of the dummy ...')."""
+_CAPTION_RE = re.compile(r"^(?:Figure|Fig\.|Picture|Photo|Chart|Graph)\s*\d", re.IGNORECASE)
+"""A figure's caption, not a heading ('Figure 3 MGA Roof Crush Test System')."""
+
+
+@rule("critic.handle.fragment", "critic", "the quoted section or document names of the question",
+      "a quoted section or document name is a fragment of a heading (it opens with a short lower-case word: 'for "
+      "EUROSID 1') or a figure caption ('Figure 3 MGA Roof Crush Test System'): no "
+      "reader can find the section by it", "well_formed")
+def fragment_handle(ctx: PairContext) -> list[Signal]:
+    """'According to the "for EUROSID 1" section of UN Regulation No. 95, ...'."""
+    for name in _NAMED_HANDLE_RE.findall(ctx.question):
+        if _FRAGMENT_START_RE.match(name):
+            return [Signal("well_formed", 2, f"the quoted name '{name[:40]}' is a fragment of a heading")]
+        if _CAPTION_RE.match(name):
+            return [Signal("well_formed", 2, f"the quoted name '{name[:40]}' is a figure caption, not a section")]
+    return []
+
+
 @rule("critic.handle.conflicting_standard", "critic", "the standard numbers the question names",
       "two different numbers ('§ 571.216 ... of FMVSS No. 214'): the fact of one standard asked under another", "grounded")
 def conflicting_standard(ctx: PairContext) -> list[Signal]:
@@ -431,6 +452,6 @@ def glued_mark(ctx: PairContext) -> list[Signal]:
 
 
 SPAN_RULES = (cell_mismatch, value_header, numbered_label, foreign_number, dangling_subject, value_twin, constant_column,
-              truncated_handle, conflicting_standard, annex_paragraph, unit_kind, several_values, lead_in,
+              truncated_handle, fragment_handle, conflicting_standard, annex_paragraph, unit_kind, several_values, lead_in,
               administrative, only_reference, pointer_only, negation_lost, glued_mark)
 """The rules of this module, in the order their reasons are listed."""

@@ -86,6 +86,7 @@ from tasks.qa.rules.facts import (
     real_term,
     why_question,
 )
+from tasks.qa.rules.results import results_candidates, results_table
 from tasks.qa.rules.tables import (
     _CAPTION_RE,
     _COLUMN_NOUNS,
@@ -183,6 +184,7 @@ from tasks.qa.rules.text import (
 # --- the generator -------------------------------------------------------------------------------
 
 SOURCES = (
+    results_candidates,
     _table_candidates,
     _chart_candidates,
     _key_value_candidates,
@@ -259,6 +261,8 @@ def _round_robin(groups: Sequence[Sequence[Candidate]]) -> Iterator[Candidate]:
 
 
 __all__ = [
+    "results_candidates",
+    "results_table",
     "Candidate",
     "ChunkView",
     "Handle",

@@ -70,7 +70,7 @@ def test_condition_candidates(view: ChunkView) -> Iterator[Candidate]:
         return
     place = where(view)
     for sentence in sentences(view.markdown):
-        question = condition_question(sentence, view.markdown) or dimension_question(sentence, view.markdown)
+        question = condition_question(sentence, view.markdown)
         if question and not _GARBLED_RE.search(sentence) and len(sentence) <= 400:
             yield Candidate(f"According to {place}, {question}", sentence, "factual", "text")
 
@@ -94,9 +94,8 @@ def condition_question(sentence: str, context: str = "") -> str:
     prep = _PREPOSITION_RE.search(between) if len(between) < 40 else None
     if prep and prep.group("prep").lower() in ("at", "to") and between.strip().lower() == prep.group(0).strip().lower():
         return f"{prep.group('prep').lower()} what {quantity} {found.group('aux')} {subject} {participle}?"
-    if quantity == "distance":
-        return ""  # "what distance is specified when ..." names no dimension: too vague to ask
-    return f"what {quantity} is specified when {subject} {found.group('aux')} {participle}?"
+    return ""  # "what height is specified when the face is attached?": the subject's value asked through its verb reads
+    # garbled and loses what is measured (IIHS moderate overlap, labelled 0 of 2 usable)
 
 
 _DIMENSION_RE = re.compile(

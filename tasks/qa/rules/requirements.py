@@ -225,6 +225,14 @@ _STATED_RE = re.compile(
 _STATED_UNIT_RE = re.compile(r"^\d[\d,.]*(?:\s?(?:±|[-–]|to)\s?\d[\d,.]*)?\s?(?:%|°|º|kg|g|t|N|kN|daN|mm|cm|m|km/h|"
                              r"m/s|mph|ms|s|seconds?|minutes?|hours?|degrees?|percent|MPa|kPa|bar|V|A|J|lb|in\.?)(?![\w/])")
 """The value is a measure with its unit ("52 kg", "175–250 kg", "12.5 ± 2.5%", "160 mm"), not a count or a label."""
+_POSITION_RE = re.compile(r"\s?(?:(?:(?:±|\+/-)\s?\d[\d,.]*\s?)?(?:mm|cm|m|in\.?)\s)?"
+                          r"(?:beyond|above|below|behind|ahead of|in front of|rearward|forward|"
+                          r"inboard|outboard|aft|fore|from|to the (?:left|right|rear|front))\b")
+"""A value followed by a direction ("254 ± 10 mm beyond the most forward point of the roof") places the subject: asked
+"where is ...?", not "what is ...?" (IIHS roof strength: "what is the midpoint of the platen's forward edge?")."""
+_OWNERLESS_RE = re.compile(r"^(?:the|a|an)\s(?:(?:center|centre) of (?:gravity|mass)|midpoint|origin|impact (?:surface|point)|"
+                           r"reference point|contact point)$", re.IGNORECASE)
+"""A point that belongs to a thing the sentence does not name ("The center of gravity is located ..." of the barrier)."""
 _STATED_NOT_IN_SUBJECT = frozenset("it this that these those they there which who where when if its their same such "
                                    "following above below former latter said".split())
 
@@ -247,6 +255,8 @@ def stated_value_question(sentence: str, context: str = "") -> str:
     if (not 2 <= len(words) <= 14 or len(content) < 2 or _STATED_NOT_IN_SUBJECT & set(words) or _CLAUSE_WORDS & set(words[1:])
             or re.search(r"\d|[()]", subject)):
         return ""
+    if _OWNERLESS_RE.match(subject):
+        return ""  # "The center of gravity is located ...": whose (the barrier's) only the paragraph title says
     if re.search(r"\bof\sthe\s[a-z]+[^s\W]s$", subject):
         return ""  # "the combined weight of the systems": which systems only the sentences before say
     phrase = clean_name(_lower_first(subject, context))
@@ -257,8 +267,10 @@ def stated_value_question(sentence: str, context: str = "") -> str:
                 else f"how {dimensions[0]} {found.group('verb')} {phrase}{tail}?")
     if found.group("verb").startswith("weigh"):
         return f"how much {'does' if found.group('verb') == 'weighs' else 'do'} {phrase} weigh{tail}?"
-    if found.group("placed") and found.group("placed").startswith(("located", "positioned")):
-        return f"where {found.group('verb')} {phrase} {found.group('placed').split()[0]}{tail}?"
+    after = main[main.find(found.group("value")) + len(found.group("value")):]
+    if found.group("placed") and found.group("placed").startswith(("located", "positioned")) or _POSITION_RE.match(after):
+        placed = f" {found.group('placed').split()[0]}" if found.group("placed") else ""
+        return f"where {found.group('verb')} {phrase}{placed}{tail}?"
     if found.group("placed"):
         return f"at what value {found.group('verb')} {phrase} {found.group('placed').split()[0]}{tail}?"
     return f"what {found.group('verb')} {phrase}{tail}?"

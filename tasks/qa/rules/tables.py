@@ -19,6 +19,7 @@ from tasks.qa.rules.facts import (
     _handle_echo,
     key_value_question,
 )
+from tasks.qa.rules.results import results_table
 from tasks.qa.rules.text import _TERMINAL_RE, Candidate, ChunkView, _section_ok, doc_phrase, josa, label_phrase, where
 
 # --- tables ------------------------------------------------------------------------------------
@@ -144,7 +145,8 @@ _MARK_CELL_RE = re.compile(r"^(?:\(?\d{1,2}\)|[A-Za-z*✓✔×xX]|\d+(?:[.,]\d+)
 def _cell_ok(value: str, label: str) -> bool:
     if _MARK_CELL_RE.match(value.strip()) and not value.strip().isdigit():
         return False
-    return bool(value) and value not in ("-", "–", "—", "·", "n/a", "N/A") and value != label and len(value) <= 200
+    empty = value.lower() in ("-", "–", "—", "·", "n/a", "nan", "none", "null")  # "nan": an empty cell a data frame printed
+    return bool(value) and not empty and value != label and len(value) <= 200
 
 
 def is_metric_table(table: Table) -> bool:
@@ -421,7 +423,7 @@ def _table_candidates(view: ChunkView) -> Iterator[Candidate]:
         return
     yield from _key_value_table_candidates(view, doc)
     parsed = [(element_id, markdown, parse_table(markdown)) for element_id, markdown in view.tables
-              if key_value_rows(markdown) is None]
+              if key_value_rows(markdown) is None and results_table(markdown) is None]  # results: rules.results
     parsed = [(e, m, t, _annexed(view, table_caption(view.markdown, m, view.language)) or _paragraph_caption(view, m))
               for e, m, t in parsed if t is not None]
     for element_id, _, table, caption in parsed:
