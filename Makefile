@@ -39,11 +39,12 @@ serve: $(VENV)/.installed system-deps
 
 ## The test suite, what CI runs (installs what it needs; starts its own Prefect server on loopback), on
 ## TEST_WORKERS pytest-xdist processes: many tests wait on subprocesses and servers, so three workers suit two cores
-## (fresh clones on 2 idle cores: 8:17 on two workers; 6:55 and 7:57 on three).
+## (fresh clones on 2 idle cores: 8:17 on two workers; 6:55 and 7:57 on three; 7:26 and 7:33 in two later runs of main).
 ## Each module stays on one worker, as do the tests that share the demo run or the pipeline run (tests/conftest.py);
 ## the longest go first; the workers share one Prefect server. The suite is CPU-bound: a run under load (13:17) kept
 ## the three workers within 1% of each other and cost about 940 CPU s, so shorter runs need less work, not another
-## spread (the shared server and a 15-answer English refmatch evaluation set saved about 55-75 CPU s of it).
+## spread (the shared server and a 15-answer English refmatch evaluation set saved about 55-75 CPU s of it; about
+## 40-47% of the biggest set-ups is the embedder, already near the float32 pace, and the layout model no longer spins).
 TEST_WORKERS ?= 3
 test: $(VENV)/.installed test-deps
 	$(PY) -m pytest -n $(TEST_WORKERS)
@@ -63,6 +64,7 @@ bench: $(VENV)/.installed system-deps
 	$(VENV)/bin/pip install -q -r bench/requirements.txt
 	$(PY) bench/embed.py
 	$(PY) bench/extract.py
+	$(PY) bench/layout.py
 	$(PY) bench/negatives.py
 	$(PY) bench/index.py
 	$(PY) bench/refmatch.py

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pymupdf
 import pytest
 from typer.testing import CliRunner
 
@@ -365,3 +366,32 @@ def test_mineru_content_list_is_read_into_page_layouts():
     assert pages[0].regions[1].bbox == (60.0, 80.0, 540.0, 160.0)
     assert [r.type for r in pages[1].regions] == ["table", "figure"]
     assert "HIC15" in pages[1].regions[0].text and pages[1].regions[1].text == "Figure 2"
+
+
+
+def test_layout_sessions_are_remade_without_spinning_and_find_the_same_regions():
+    import onnxruntime as ort
+
+    from ragprep.engines import layout
+
+    backend = PyMuPdfLayoutBackend()
+    backend.check()  # remakes the sessions, once per process
+    assert layout.passive_layout_sessions() == 0  # once only
+    model = pymupdf._get_layout.__closure__[0].cell_contents
+    held = list(layout._sessions_in(model))
+    assert held and all(isinstance(s, ort.InferenceSession) for _, _, s in held)
+    for _, _, session in held:
+        entry = session.get_session_options().get_session_config_entry
+        assert entry("session.intra_op.allow_spinning") == "0" == entry("session.inter_op.allow_spinning")
+        assert session.get_session_options().enable_cpu_mem_arena is False  # pymupdf-layout's own option kept
+    with pymupdf.open(SAMPLE_DOCS / "textbook_vehicle_safety.pdf") as doc:
+        passive = [backend.page_layout(doc[i]) for i in range(3)]
+        spinning = {id(s): ort.InferenceSession(s._model_path, providers=s.get_providers()) for _, _, s in held}
+        try:
+            for holder, name, session in held:  # onnxruntime's defaults (spinning threads) for the comparison
+                setattr(holder, name, spinning[id(session)])
+            default = [backend.page_layout(doc[i]) for i in range(3)]
+        finally:
+            for holder, name, session in held:
+                setattr(holder, name, session)
+    assert any(p.regions for p in passive) and passive == default

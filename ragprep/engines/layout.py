@@ -10,7 +10,10 @@ One protocol, two backends:
   model finds no region (a scan) becomes one full-page figure region, so its OCR text is
   still a quote. The model runs on onnxruntime, which ``import pymupdf`` already loads;
   it is pinned below 1.29, whose Linux wheels carry Microsoft's telemetry uploader
-  (``ragprep/offline.py``).
+  (``ragprep/offline.py``). Its sessions are remade once per process with onnxruntime's
+  thread spinning off (:func:`passive_layout_sessions`): calls are serialised under
+  ``PDF_LOCK`` while the pipeline's other threads embed and OCR, and spinning pool threads
+  burnt about 40% more CPU for the same regions (``bench/layout.py``).
 - ``mineru``: MinerU's ``pipeline`` backend, run as the ``mineru`` command, read back
   from its ``*_content_list.json``. Used only when asked for; when the command or its
   models are missing it raises ``LayoutBackendUnavailable`` naming what is missing —
@@ -116,6 +119,49 @@ def _merge_lists(regions: list[Region]) -> list[Region]:
     return out
 
 
+_SESSIONS_PASSIVE = False
+
+
+def _sessions_in(obj: object, depth: int = 3) -> Iterator[tuple[object, str, object]]:
+    """(holder, attribute, session) of every onnxruntime session reachable through ``obj``'s attributes."""
+    import onnxruntime as ort
+
+    for name, value in list(getattr(obj, "__dict__", {}).items()):
+        if isinstance(value, ort.InferenceSession):
+            yield obj, name, value
+        elif depth and hasattr(value, "__dict__") and not isinstance(value, type):
+            yield from _sessions_in(value, depth - 1)
+
+
+def passive_layout_sessions() -> int:
+    """Remake, once per process, the onnxruntime sessions of the pymupdf-layout model (made when ``import pymupdf``
+    loaded it) with the same model, providers and options but thread spinning off: intra-op threads then sleep
+    between the model's operators instead of spinning, which on a busy machine took CPU from the threads that
+    embed and OCR. Returns the number of sessions remade; 0 where the model is not where PyMuPDF 2.0's
+    ``activate`` keeps it (the model then runs as loaded)."""
+    global _SESSIONS_PASSIVE
+    with PDF_LOCK:
+        if _SESSIONS_PASSIVE:
+            return 0
+        _SESSIONS_PASSIVE = True
+        import onnxruntime as ort
+
+        closure = getattr(getattr(pymupdf, "_get_layout", None), "__closure__", None) or ()
+        remade: dict[int, object] = {}  # a session held in two places is remade once
+        for cell in closure:
+            for holder, name, session in list(_sessions_in(cell.cell_contents)):
+                if not getattr(session, "_model_path", None):  # made from bytes, or another onnxruntime: kept
+                    continue
+                if id(session) not in remade:
+                    options = session.get_session_options()
+                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+                    remade[id(session)] = ort.InferenceSession(
+                        session._model_path, sess_options=options, providers=session.get_providers())
+                setattr(holder, name, remade[id(session)])
+        return len(remade)
+
+
 class PyMuPdfLayoutBackend:
     """Regions from the layout model shipped in the ``pymupdf-layout`` wheel."""
 
@@ -131,6 +177,7 @@ class PyMuPdfLayoutBackend:
                 f"layout backend pymupdf-layout needs PyMuPDF >= 2.0 with pymupdf-layout (found PyMuPDF {pymupdf.VersionBind}); "
                 "run `pip install 'pymupdf>=2.0' pymupdf-layout`"
             )
+        passive_layout_sessions()
 
     def page_layout(self, page: pymupdf.Page) -> PageLayout:
         """The regions of one page with their text; headers and footers dropped, list items merged, a scan as one figure."""
