@@ -283,3 +283,19 @@ def test_injected_pairs_wait_for_review(root):
     for pair in pairs:
         assert "suspicious_content" in pair["flags"], pair
         assert pair["status"] == "pending"
+
+
+def test_questions_on_different_paragraphs_or_quoted_series_are_no_near_duplicates():
+    # labelled usable pairs the flag had rejected: "7.7.1.7" and "7.7.1" have the same set of digits, and a chart
+    # title naming both series made "T1 accel" and "Head accel" the same token set
+    threshold = Settings().qa.duplicate_threshold
+    paragraphs = ["What does paragraph 7.7.1 of UN Regulation No. 16 require?",
+                  "What does paragraph 7.7.1.7 of UN Regulation No. 16 require?",
+                  "What does paragraph 7.7.1.7 of UN Regulation No. 16 require ?"]
+    assert duplicate_flags(paragraphs, ["c1", "c2", "c3"], threshold)[:2] == [None, None]
+    assert duplicate_flags(paragraphs, ["c1", "c2", "c3"], threshold)[2][0] == "near_duplicate"
+    chart = 'In the RW-2024-008 Sled test, at what time does "{}" peak in the "Head vs T1 acceleration" chart?'
+    assert duplicate_flags([chart.format("Head accel (g)"), chart.format("T1 accel (g)")], ["c1", "c1"],
+                           threshold) == [None, None]
+    assert duplicate_flags([chart.format("T1 accel (g)"), chart.format("T1 accel (g)")], ["c1", "c1"],
+                           threshold)[1][0] == "near_duplicate"

@@ -97,6 +97,11 @@ STOPWORDS = frozenset(
 )
 
 
+DOTTED_NUMBER_RE = re.compile(r"(?<=\d)\.(?=\d)")
+"""The dot inside a paragraph number or a decimal, replaced by a letter so the number stays one token."""
+QUOTED_RE = re.compile(r"[\"“]([^\"”]{1,80})[\"”]")
+
+
 def _same_word(a: str, b: str) -> bool:
     """Approximately the same word (a typo, an inflection), but never two words with different numbers in them."""
     return re.findall(r"\d+", a) == re.findall(r"\d+", b) and fuzz.ratio(a, b) >= 85
@@ -150,13 +155,16 @@ def duplicate_flags(questions: Sequence[str], scopes: Sequence[str], threshold: 
     ``threshold`` similar (rapidfuzz ``token_set_ratio``, so word order does not matter)
     and neither has a content word the other lacks (so template questions about different
     rows or columns, "... Limit value for HIC15" vs "... Driver value for HIC15", stay
-    distinct while rephrasings and near-identical copies are caught). ``scopes`` are the
+    distinct while rephrasings and near-identical copies are caught). A dotted number is one
+    token ("paragraph 7.7.1.7" is not "paragraph 7.7.1", whose digits are the same set), and
+    questions quoting different names ("T1 accel" vs "Head accel" in one chart) are distinct. ``scopes`` are the
     chunk ids: the reason says whether the repeat is in the same chunk or elsewhere in
     the corpus. The first occurrence stays clean.
     """
     import numpy as np
 
-    normalised = [utils.default_process(q) for q in questions]
+    normalised = [utils.default_process(DOTTED_NUMBER_RE.sub("p", q)) for q in questions]
+    quoted = [sorted(utils.default_process(m) for m in QUOTED_RE.findall(q)) for q in questions]
     out: list[tuple[str, str] | None] = [None] * len(questions)
     block = 2048  # rows compared at once: memory stays at block x n bytes
     for start in range(0, len(questions), block):
@@ -167,7 +175,8 @@ def duplicate_flags(questions: Sequence[str], scopes: Sequence[str], threshold: 
         )
         for i in range(start, stop):
             row = scores[i - start]
-            earlier = [int(j) for j in np.nonzero(row[:i] >= threshold)[0] if not _content_difference(normalised[i], normalised[int(j)])]
+            earlier = [int(j) for j in np.nonzero(row[:i] >= threshold)[0]
+                       if quoted[i] == quoted[int(j)] and not _content_difference(normalised[i], normalised[int(j)])]
             if earlier:
                 j = earlier[0]
                 where = "in the same chunk" if scopes[i] == scopes[j] else "elsewhere in the corpus"
