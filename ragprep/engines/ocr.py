@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ragprep.settings import Settings
     from ragprep.storage import Layout
 
-OCR_RULES_VERSION = "lines-v3-boxes"
+OCR_RULES_VERSION = "lines-v4-boxes"
 """Bump when the post-processing of Tesseract output changes (invalidates the cache)."""
 
 _log = logging.getLogger("ragprep.cache")
@@ -231,7 +231,7 @@ LAYOUT_TEXT_SHARE = 0.5
 """The table-layout read's text replaces the page-layout read's when that kept under this share of its letters
 and digits."""
 RULE_SHARE = 0.3
-"""A pixel row (column) is a ruling line when at least this share of it is dark."""
+"""A pixel row (column) is a ruling line when one unbroken dark stroke covers at least this share of it."""
 DARK = 160
 """Grey level below which a pixel counts as ink for finding ruling lines."""
 INK_CHANNEL = 110
@@ -252,15 +252,33 @@ def flatten(img):
     return Image.alpha_composite(background, rgba).convert("RGB")
 
 
+def longest_runs(ink):
+    """Per row of a boolean image, the length of its longest run of consecutive ink pixels."""
+    import numpy as np
+
+    edges = np.diff(ink.astype(np.int8), axis=1, prepend=0, append=0)
+    start_rows, start_cols = np.nonzero(edges == 1)
+    _, end_cols = np.nonzero(edges == -1)  # row-major order: the i-th end closes the i-th start
+    longest = np.zeros(ink.shape[0], dtype=np.int64)
+    np.maximum.at(longest, start_rows, end_cols - start_cols)
+    return longest
+
+
 def ruling_lines(img) -> tuple[list[int], list[int]]:
-    """Pixel rows and columns that are ruling lines (mostly dark), adjacent ones counted once: (rows, columns)."""
+    """Pixel rows and columns that are ruling lines, adjacent ones counted once: (rows, columns). A ruling line is
+    one unbroken stroke over ``RULE_SHARE`` of the width (height); a line of dense text, dark as it may be, is broken
+    between its letters, so a scanned page of prose gets no table read."""
     import numpy as np
 
     ink = np.asarray(img.convert("L")) < DARK
     if ink.size == 0:
         return [], []
-    rows = np.flatnonzero(ink.mean(axis=1) >= RULE_SHARE)
-    cols = np.flatnonzero(ink.mean(axis=0) >= RULE_SHARE)
+
+    def strokes(grid):  # only rows dark enough overall can hold such a stroke: the rest are not read
+        candidates = np.flatnonzero(grid.mean(axis=1) >= RULE_SHARE)
+        return candidates[longest_runs(grid[candidates]) >= RULE_SHARE * grid.shape[1]]
+
+    rows, cols = strokes(ink), strokes(ink.T)
 
     def runs(index) -> list[int]:
         return [int(v) for i, v in enumerate(index) if i == 0 or index[i - 1] != v - 1]
