@@ -224,19 +224,20 @@ def band_decides(bands: Sequence[str], chosen: Iterable[str], failing: Iterable[
     vetoes the wider band ('other' does not approve the 'other/numeric' pairs that missed the bar on their own).
     Only when none of its own bands was measured, its cross-kind bands (``cross``: ``cross_kind_bands``) decide the
     same way, the rule's first: ``cross_chosen`` and ``cross_failing`` are those open or failing for its kind."""
+    measured, band = _most_specific_measured(bands, chosen, failing)
+    return band if measured else _most_specific_measured(cross, cross_chosen, cross_failing)[1]
+
+
+def _most_specific_measured(bands: Sequence[str], chosen: Iterable[str], failing: Iterable[str]) -> tuple[bool, str | None]:
+    """(whether any of ``bands`` was measured, the band approving): the most specific measured band decides, a chosen
+    one approving and a failing one vetoing (None)."""
     chosen, failing = set(chosen), set(failing)
     for band in reversed(tuple(bands)):
         if band in chosen:
-            return band
+            return True, band
         if band in failing:
-            return None
-    cross_chosen, cross_failing = set(cross_chosen), set(cross_failing)
-    for band in reversed(tuple(cross)):
-        if band in cross_chosen:
-            return band
-        if band in cross_failing:
-            return None
-    return None
+            return True, None
+    return False, None
 
 
 def _no_band_reason(auto: dict, measured: float | None, bar: float) -> str:
