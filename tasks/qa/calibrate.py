@@ -40,7 +40,7 @@ from tasks.qa.gate import (
     failing_bands,
     wilson_lower,
 )
-from tasks.qa.judge import CRITERIA, PairContext
+from tasks.qa.judge import CRITERIA, PairContext, title_counts
 from tasks.qa.roundtrip import NOT_RANKED
 
 LABEL_FILES = (
@@ -149,13 +149,13 @@ def attach_corpus(rows: Sequence[dict], chunks: Sequence, embedder=None) -> None
     for chunk in chunks:
         by_file[Path(chunk.source_path).name].append(chunk)
     texts = {c.chunk_id: c.qa_text for c in chunks}
-    counts = {name: Counter(_norm(c.title) for c in members if not c.part_index) for name, members in by_file.items()}
+    counts = title_counts(chunks, key=lambda c: Path(c.source_path).name)
     own = []
     for row in rows:
         members = by_file.get(row["file_name"], [])
         best = max(members, key=lambda c: fuzz.ratio(texts[c.chunk_id][:1500], row["chunk_markdown"][:1500]), default=None)
         own.append(best.chunk_id if best else "")
-        row["title_counts"] = {t: n for t, n in counts.get(row["file_name"], {}).items() if n >= 2}
+        row["title_counts"] = dict(counts.get(row["file_name"], {}))
     ranks = roundtrip_ranks([r["question"] for r in rows], own, list(texts), list(texts.values()), embedder)
     for row, rank in zip(rows, ranks):
         row["roundtrip_rank"] = rank

@@ -158,14 +158,15 @@ def pair_context(pair: QaPairRow, chunk: ChunkRow | None, file_name: str, also_i
     )
 
 
-def title_counts(chunks: Sequence[ChunkRow]) -> dict[str, dict[str, int]]:
-    """Per document, how many of its sections' first chunks carry each normalised title (a page running head
-    repeats; the later parts of one long section share its title and count once)."""
+def title_counts(chunks: Sequence[ChunkRow], key: Callable[[ChunkRow], str] = lambda c: c.doc_id) -> dict[str, dict[str, int]]:
+    """Per document (``key``: its id, or e.g. its file name), how many of its sections' first chunks carry each
+    normalised title, those carried twice or more (a page running head repeats; the later parts of one long section
+    share its title and count once)."""
     out: dict[str, Counter] = {}
     for chunk in chunks:
         if chunk.part_index:
             continue
-        out.setdefault(chunk.doc_id, Counter())[norm_title(chunk.title)] += 1
+        out.setdefault(key(chunk), Counter())[norm_title(chunk.title)] += 1
     return {doc: {t: n for t, n in counts.items() if n >= 2} for doc, counts in out.items()}
 
 
