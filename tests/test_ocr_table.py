@@ -17,9 +17,6 @@ from pptx.util import Inches
 from ragprep.engines.ocr import TesseractOcr, flatten, ruling_lines
 from ragprep.markdown import table_rows
 from ragprep.settings import Settings
-from ragprep.storage import Layout
-from tasks.ingest.extract import extract
-from tasks.ingest.extract.base import ExtractContext
 from tasks.ingest.extract.ocr_table import grid_verdict, read_table
 from tests.conftest import CORPUS, needs_tesseract
 
@@ -116,7 +113,7 @@ def test_real_deck_chart_is_not_read_as_a_table(engine):
 
 
 @needs_tesseract
-def test_pptx_picture_of_a_table_becomes_a_table_element(tmp_path: Path):
+def test_pptx_picture_of_a_table_becomes_a_table_element(tmp_path: Path, extracted):
     """A slide holding the real deck's slide-2 picture: the picture element keeps its image link and raw OCR text,
     and a table element with the rows and columns follows it."""
     deck = Presentation()
@@ -124,13 +121,7 @@ def test_pptx_picture_of_a_table_becomes_a_table_element(tmp_path: Path):
     slide.shapes.add_picture(io.BytesIO(_picture(2)), Inches(0.5), Inches(1), width=Inches(9))
     path = tmp_path / "table_picture.pptx"
     deck.save(str(path))
-    settings = Settings(root=tmp_path / "root", ocr={"enabled": True})
-    layout = Layout(settings.root)
-    from ragprep.engines.ocr import make_ocr_engine
-
-    ctx = ExtractContext(doc_id="t", source_path=str(path), settings=settings, layout=layout,
-                         ocr=make_ocr_engine(settings, layout))
-    elements = extract(path, ctx).elements
+    elements = extracted(path, ocr=True).elements
     kinds = [e.kind for e in elements]
     assert kinds == ["picture", "table"]
     picture, table = elements
@@ -158,7 +149,7 @@ def test_a_small_table_beside_a_chart_is_read_from_its_side_of_the_picture():
 
 
 @needs_tesseract
-def test_scanned_pdf_page_of_a_table_gets_a_table_element(tmp_path: Path):
+def test_scanned_pdf_page_of_a_table_gets_a_table_element(tmp_path: Path, extracted):
     """A PDF page that is only a picture (a scan) of the real deck's slide-4 rating table: the OCR page row keeps the
     raw OCR text and a table row follows it. (The page is rendered in grey for OCR, where the orange "14084" of the
     header is as light as a pastel cell fill, so only the body rows and the first test number are asserted.)"""
@@ -169,13 +160,7 @@ def test_scanned_pdf_page_of_a_table_gets_a_table_element(tmp_path: Path):
     page.insert_image(pymupdf.Rect(20, 60, 822, 504), stream=_picture(4))
     path = tmp_path / "scanned_table.pdf"
     pdf.save(str(path))
-    settings = Settings(root=tmp_path / "root", ocr={"enabled": True})
-    layout = Layout(settings.root)
-    from ragprep.engines.ocr import make_ocr_engine
-
-    ctx = ExtractContext(doc_id="s", source_path=str(path), settings=settings, layout=layout,
-                         ocr=make_ocr_engine(settings, layout))
-    elements = extract(path, ctx).elements
+    elements = extracted(path, ocr=True).elements
     ocr_page = next(e for e in elements if e.kind == "ocr_page")
     tables = [e for e in elements if e.kind == "table"]
     assert ocr_page.ocr_status == "ok" and "Femur" in ocr_page.ocr_text
