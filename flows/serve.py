@@ -36,8 +36,8 @@ from pathlib import Path
 from urllib.error import URLError
 from urllib.request import urlopen
 
-from flows.deployments import POOL, DeploymentSync, failure_notification, schedules
 from flows import CHECKOUT
+from flows.deployments import POOL, DeploymentSync, failure_notification, schedules
 from flows.supervise import (
     STOP_GRACE_S,
     RunWatch,
