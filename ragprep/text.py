@@ -127,3 +127,20 @@ _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 def numbers_in(text: str) -> set[str]:
     """Numbers as written, thousands separators ignored ("1,000" == "1000")."""
     return {m.group().replace(",", "") for m in _NUMBER_RE.finditer(text)}
+
+
+def _word_character(text: str, at: int) -> bool:
+    """Whether ``text[at]`` exists and is what ``\\w`` matches (a letter, digit or number of any script, or ``_``)."""
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
+
+
+def contains_word(text: str, phrase: str) -> bool:
+    """Whether ``phrase`` occurs in ``text`` with no word character right before or after it: the answer of
+    ``re.search(rf"(?<!\\w){re.escape(phrase)}(?!\\w)", text)``, without compiling one pattern per phrase (per-phrase
+    patterns crowd the ``re`` module's cache and make every other pattern compile again)."""
+    at = text.find(phrase)
+    while at >= 0:
+        if not _word_character(text, at - 1) and not _word_character(text, at + len(phrase)):
+            return True
+        at = text.find(phrase, at + 1)
+    return False

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tasks.qa.registry import rule
 from tasks.qa.rules.pointers import (
@@ -136,11 +137,17 @@ def _push(items: "_Items", sub: re.Match) -> str:
 
 def provision_units(view: ChunkView) -> list[Unit]:
     """The chunk cut into numbered paragraphs and their items (a unit's text without its number); an item is named
-    with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3)."""
+    with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3). Cached per Markdown text: every
+    provision rule reads the same chunk's units."""
+    return list(_provision_units(view.markdown))
+
+
+@lru_cache(maxsize=1024)
+def _provision_units(markdown: str) -> tuple[Unit, ...]:
     units: list[Unit] = []
     titles: dict[str, str] = {}
     number, items, lead = "", _Items(), False
-    blocks = [piece for block in _blocks(view.markdown) for piece in _INLINE_NUMBER_RE.split(block) if piece.strip()]
+    blocks = [piece for block in _blocks(markdown) for piece in _INLINE_NUMBER_RE.split(block) if piece.strip()]
     for index, block in enumerate(blocks):
         block = block.strip()
         found = _NUMBER_RE.match(block)
@@ -174,7 +181,7 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 continue  # the paragraph goes on after its list: the sentence is no part of the last item
             lead = bool(_LEAD_IN_RE.search(block)) and not _FAILURE_LEAD_RE.search(block)
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
-    return units
+    return tuple(units)
 
 
 _LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
@@ -377,9 +384,31 @@ def prose_values(markdown: str) -> list[str]:
 
 
 def _verbatim(answer: str, markdown: str) -> str:
-    """The answer as the chunk writes it (a span over a line break keeps the break), or '' when it is not there."""
-    found = re.search(r"\s+".join(re.escape(w) for w in answer.split()), markdown)
-    return found.group(0) if found else ""
+    """The answer as the chunk writes it (a span over a line break keeps the break), or '' when it is not there: its
+    first occurrence whose words are the answer's words apart by any whitespace (as ``re.search`` of the words joined
+    by ``\\s+`` finds it, without compiling one pattern per answer)."""
+    words = answer.split()
+    if not words:
+        return ""
+    at = markdown.find(words[0])
+    while at >= 0:
+        end = _words_from(markdown, at + len(words[0]), words[1:])
+        if end is not None:
+            return markdown[at:end]
+        at = markdown.find(words[0], at + 1)
+    return ""
+
+
+def _words_from(text: str, position: int, words: list[str]) -> int | None:
+    """Where ``words`` end when they follow ``position`` in ``text``, each after at least one whitespace character."""
+    for word in words:
+        gap = position
+        while gap < len(text) and text[gap].isspace():
+            gap += 1
+        if gap == position or not text.startswith(word, gap):
+            return None
+        position = gap + len(word)
+    return position
 
 
 @rule("generate.provision.value", "generate", "a numbered paragraph or lettered item of a regulation or protocol "
