@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ragprep.text import verbatim_span as _verbatim
 from tasks.qa.registry import rule
 from tasks.qa.rules.pointers import (
     after_list,
@@ -381,34 +382,6 @@ def prose_values(markdown: str) -> list[str]:
     ask because their bound or owner is not read (``askable`` None): they are facts of the chunk all the same."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
     return [span for _, _, span, askable, _ in _values(text) if askable is not False]
-
-
-def _verbatim(answer: str, markdown: str) -> str:
-    """The answer as the chunk writes it (a span over a line break keeps the break), or '' when it is not there: its
-    first occurrence whose words are the answer's words apart by any whitespace (as ``re.search`` of the words joined
-    by ``\\s+`` finds it, without compiling one pattern per answer)."""
-    words = answer.split()
-    if not words:
-        return ""
-    at = markdown.find(words[0])
-    while at >= 0:
-        end = _words_from(markdown, at + len(words[0]), words[1:])
-        if end is not None:
-            return markdown[at:end]
-        at = markdown.find(words[0], at + 1)
-    return ""
-
-
-def _words_from(text: str, position: int, words: list[str]) -> int | None:
-    """Where ``words`` end when they follow ``position`` in ``text``, each after at least one whitespace character."""
-    for word in words:
-        gap = position
-        while gap < len(text) and text[gap].isspace():
-            gap += 1
-        if gap == position or not text.startswith(word, gap):
-            return None
-        position = gap + len(word)
-    return position
 
 
 @rule("generate.provision.value", "generate", "a numbered paragraph or lettered item of a regulation or protocol "
