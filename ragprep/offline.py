@@ -6,8 +6,8 @@ endpoint, object storage). Libraries it runs have analytics of their own; each i
 - **onnxruntime** is loaded with the pymupdf-layout model: when the first PDF page is laid out
   (``ragprep/engines/layout_model.py``), or by ``import pymupdf`` itself where PyMuPDF is imported
   before ``ragprep`` (PyMuPDF 2 imports ``pymupdf.layout``, which imports onnxruntime). From 1.29
-  its Linux wheels compile in Microsoft's 1DS telemetry uploader (``OneDsTelemetry``): it starts when the onnxruntime module initialises,
-  keeps a device id and an event database under ``~/.cache/Microsoft/DeveloperTools/.onnxruntime``
+  its Linux wheels compile in Microsoft's 1DS telemetry uploader (``OneDsTelemetry``): it starts
+  when the onnxruntime module initialises, keeps a device id and an event database under ``~/.cache/Microsoft/DeveloperTools/.onnxruntime``
   and resolves ``mobile.events.data.microsoft.com`` from background threads.
   ``onnxruntime.disable_telemetry_events()`` after the import is too late. The fix is the pin in
   ``pyproject.toml`` (``onnxruntime<1.29``: no uploader in the binary at all, whatever the import

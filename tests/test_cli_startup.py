@@ -67,6 +67,7 @@ print(json.dumps({"pages": pages, "layout_loaded": "pymupdf.layout" in sys.modul
 """
 
 
+@pytest.mark.slow  # loads the layout model in two processes
 def test_the_layout_model_loads_at_the_first_page_laid_out_with_the_same_regions_whatever_the_import_order():
     late = _json_of(_python(LAYOUT_OF_PAGES, "ragprep-first", str(SAMPLE_PDF)))
     early = _json_of(_python(LAYOUT_OF_PAGES, "pymupdf-first", str(SAMPLE_PDF)))
@@ -94,6 +95,7 @@ print(json.dumps({"tables": tables, "after_ingest": after_ingest, "after_quotes"
 """
 
 
+@pytest.mark.slow  # extracts a PDF and lays out its pages
 def test_a_pdf_ingest_never_loads_the_layout_model_nor_prints_a_recommendation_and_quotes_still_get_regions():
     done = _python(INGEST_THEN_QUOTES, str(SAMPLE_PDF))
     result = _json_of(done)
