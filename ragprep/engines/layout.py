@@ -146,6 +146,7 @@ def passive_layout_sessions() -> int:
         if _SESSIONS_PASSIVE:
             return 0
         _SESSIONS_PASSIVE = True
+        load_layout_model()  # the sessions to remake exist once the model is loaded
         import onnxruntime as ort
 
         closure = getattr(getattr(pymupdf, "_get_layout", None), "__closure__", None) or ()
