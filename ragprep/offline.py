@@ -3,15 +3,17 @@
 ragprep makes no outbound connection or DNS lookup unless an operator configured one (an LLM
 endpoint, object storage). Libraries it runs have analytics of their own; each is off:
 
-- **onnxruntime** is loaded by ``import pymupdf`` itself (PyMuPDF 2 imports ``pymupdf.layout``, the
-  pymupdf-layout model, which imports onnxruntime). From 1.29 its Linux wheels compile in Microsoft's
-  1DS telemetry uploader (``OneDsTelemetry``): it starts when the onnxruntime module initialises,
-  keeps a device id and an event database under ``~/.cache/Microsoft/DeveloperTools/.onnxruntime``
-  and resolves ``mobile.events.data.microsoft.com`` from background threads.
-  ``onnxruntime.disable_telemetry_events()`` after the import is too late. The fix is the pin in
-  ``pyproject.toml`` (``onnxruntime<1.29``: no uploader in the binary at all, whatever the import
-  order; same layout output). ``ORT_DISABLE_TELEMETRY=1``, which onnxruntime >= 1.29 reads once when
-  it initialises, is set here too, so that the entry points stay silent should the pin be lifted.
+- **onnxruntime** is loaded with the pymupdf-layout model: when the first PDF page is laid out
+  (``ragprep/engines/layout_model.py``), or by ``import pymupdf`` itself where PyMuPDF is imported
+  before ``ragprep`` (PyMuPDF 2 imports ``pymupdf.layout``, which imports onnxruntime). From 1.29
+  its Linux wheels compile in Microsoft's 1DS telemetry uploader (``OneDsTelemetry``): it starts
+  when the onnxruntime module initialises, keeps a device id and an event database under
+  ``~/.cache/Microsoft/DeveloperTools/.onnxruntime`` and resolves ``mobile.events.data.microsoft.com``
+  from background threads. ``onnxruntime.disable_telemetry_events()`` after the import is too late.
+  The fix is the pin in ``pyproject.toml`` (``onnxruntime<1.29``: no uploader in the binary at all,
+  whatever the import order; same layout output). ``ORT_DISABLE_TELEMETRY=1``, which onnxruntime >= 1.29
+  reads once when it initialises, is set here too, so that the entry points stay silent should the pin
+  be lifted.
 - **Prefect**: ``DO_NOT_TRACK=1`` turns off its SDK events; ``PREFECT_SERVER_ANALYTICS_ENABLED=false``
   turns off the telemetry service of the temporary server a run starts (a subprocess that inherits
   this environment when the first flow is called).

@@ -127,3 +127,48 @@ _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 def numbers_in(text: str) -> set[str]:
     """Numbers as written, thousands separators ignored ("1,000" == "1000")."""
     return {m.group().replace(",", "") for m in _NUMBER_RE.finditer(text)}
+
+
+def _word_character(text: str, at: int) -> bool:
+    """Whether ``text[at]`` exists and is what ``\\w`` matches (a letter, digit or number of any script, or ``_``)."""
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
+
+
+def contains_word(text: str, phrase: str) -> bool:
+    """Whether ``phrase`` occurs in ``text`` with no word character right before or after it: the answer of
+    ``re.search(rf"(?<!\\w){re.escape(phrase)}(?!\\w)", text)``, without compiling one pattern per phrase (per-phrase
+    patterns crowd the ``re`` module's cache and make every other pattern compile again)."""
+    at = text.find(phrase)
+    while at >= 0:
+        if not _word_character(text, at - 1) and not _word_character(text, at + len(phrase)):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
+
+
+def verbatim_span(answer: str, markdown: str) -> str:
+    """The answer as the chunk writes it (a span over a line break keeps the break), or '' when it is not there: its
+    first occurrence whose words are the answer's words apart by any whitespace (as ``re.search`` of the words joined
+    by ``\\s+`` finds it, without compiling one pattern per answer)."""
+    words = answer.split()
+    if not words:
+        return ""
+    at = markdown.find(words[0])
+    while at >= 0:
+        end = _words_from(markdown, at + len(words[0]), words[1:])
+        if end is not None:
+            return markdown[at:end]
+        at = markdown.find(words[0], at + 1)
+    return ""
+
+
+def _words_from(text: str, position: int, words: list[str]) -> int | None:
+    """Where ``words`` end when they follow ``position`` in ``text``, each after at least one whitespace character."""
+    for word in words:
+        gap = position
+        while gap < len(text) and text[gap].isspace():
+            gap += 1
+        if gap == position or not text.startswith(word, gap):
+            return None
+        position = gap + len(word)
+    return position

@@ -176,6 +176,33 @@ def shared_basetemp(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def shared_embeddings(tmp_path_factory) -> Path:
+    """The run's one embeddings cache folder (``embeddings_cache``, RAGPREP_EMBEDDINGS_CACHE), shared by the pytest-xdist
+    workers: set-ups whose assertions do not depend on what gets embedded name it, so a text (a sample_docs/ chunk or
+    quote) embedded by one of them, or by a private run that :func:`share_embeddings` copied in, is not embedded
+    again. Entries are keyed by model + text hash and every save merges what other processes wrote under a file
+    lock (``save_vector_cache``). Tests that count embeddings, read cache files under their root, or check a fresh
+    machine keep the default ``<root>/cache/embeddings`` (whether the shared cache already holds a text depends on
+    which tests ran before)."""
+    folder = shared_basetemp(tmp_path_factory) / "embeddings-cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def share_embeddings(private: Path, shared: Path) -> int:
+    """Merge the vector caches of the folder ``private`` (a run's own ``<root>/cache/embeddings``) into the shared
+    folder, after that run's tests have what they check from it; returns the vectors copied."""
+    from ragprep.engines.embedder import load_vector_cache, save_vector_cache
+
+    copied = 0
+    for file in sorted(private.glob("*.npz")):
+        vectors = load_vector_cache(file)
+        save_vector_cache(shared / file.name, vectors)  # under the file's lock, merged with what others wrote
+        copied += len(vectors)
+    return copied
+
+
+@pytest.fixture(scope="session")
 def ingest_copy(tmp_path_factory):
     """ingest_copy(paths, root) -> Settings: ``paths`` ingested (OCR off, as :func:`ingest_into`) once per run (under
     pytest-xdist the first worker to need it ingests, the others wait on a file lock and reuse it), the prepared root
@@ -268,33 +295,41 @@ def extracted(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def demo_run(tmp_path_factory):
+def demo_run(tmp_path_factory, shared_embeddings):
     """The session's one ``ragprep run sample_docs/`` as ``make demo`` runs it on a fresh machine (OCR on, Prefect's
     temporary server, a fresh HOME), under ``strace -f`` where the machine allows tracing
     (tests/reliability/test_no_outbound_network.py ``run_demo``). The no-outbound-network test checks its trace;
-    the CLI tests read its output and then work on its root."""
+    the CLI tests read its output and then work on its root. It embeds into its own root as a fresh machine does;
+    its vectors are then copied into the session's ``shared_embeddings`` for the set-ups that use that."""
     from tests.reliability.test_no_outbound_network import run_demo
 
-    return run_demo(tmp_path_factory.mktemp("demo"))
+    run = run_demo(tmp_path_factory.mktemp("demo"))
+    share_embeddings(Layout(run.root).embeddings_cache_dir, shared_embeddings)
+    return run
 
 
 @pytest.fixture(scope="session")
-def pipeline_run(prefect_server, tmp_path_factory):
+def pipeline_run(prefect_server, tmp_path_factory, shared_embeddings):
     """The session's one ``pipeline_flow`` over sample_docs/ (OCR off, two workers), every progress event and stage
     log line recorded (tests/downstream.py ``run_sample_pipeline``): test_progress.py reads the record, the
-    downstream tests (``version_root``) copy its root."""
+    downstream tests (``version_root``) copy its root. It embeds into its own root (test_progress.py checks the
+    negatives stage's embedding progress); its vectors are then copied into the session's ``shared_embeddings``."""
     from tests.downstream import run_sample_pipeline
 
-    return run_sample_pipeline(tmp_path_factory.mktemp("pipeline") / "root")
+    run = run_sample_pipeline(tmp_path_factory.mktemp("pipeline") / "root")
+    share_embeddings(Layout(run.root).embeddings_cache_dir, shared_embeddings)
+    return run
 
 
 @pytest.fixture(scope="session")
-def version_root(pipeline_run):
+def version_root(pipeline_run, shared_embeddings):
     """A root holding a published, evaluated dataset version of sample_docs/ (tests/downstream.py
     ``sample_version``); tests take a private copy (``private_copy``)."""
     from tests.downstream import sample_version
 
-    return sample_version(pipeline_run)
+    root = sample_version(pipeline_run)
+    share_embeddings(Layout(root).embeddings_cache_dir, shared_embeddings)  # its evaluation's windows and questions
+    return root
 
 
 @pytest.fixture(scope="session")

@@ -201,9 +201,10 @@ def test_incremental_runs_record_changes(prefect_server, tmp_path):
     assert third.run.n_removed == 0 and "meeting_notes_weekly_safety.pptx" not in {d.file_name for d in third.documents}
 
 
-def test_pipeline_flow_publishes_stage_artifacts(prefect_server, tmp_path):
+def test_pipeline_flow_publishes_stage_artifacts(prefect_server, tmp_path, monkeypatch, shared_embeddings):
     from flows.pipeline import pipeline_flow
 
+    monkeypatch.setenv("RAGPREP_EMBEDDINGS_CACHE", str(shared_embeddings))  # what the run embeds is not checked here
     (tmp_path / "in").mkdir()
     shutil.copy(SAMPLE_DOCS / "crash_report_side_pole.pptx", tmp_path / "in")
     state = pipeline_flow(paths=[str(tmp_path / "in")], root=str(tmp_path / "out"), ocr=False, return_state=True)

@@ -52,10 +52,11 @@ def _edit_deck(source, target, old: str, new: str) -> None:
     deck.save(str(target))
 
 
-def test_header_fill_keeps_approvals_and_reports_gone_pairs_orphaned(prefect_server, tmp_path, monkeypatch):
+def test_header_fill_keeps_approvals_and_reports_gone_pairs_orphaned(prefect_server, tmp_path, monkeypatch, shared_embeddings):
     from flows.pipeline import pipeline_flow
 
     monkeypatch.setenv("RAGPREP_LLM__PROVIDER", "heuristic")
+    monkeypatch.setenv("RAGPREP_EMBEDDINGS_CACHE", str(shared_embeddings))  # what the runs embed is not checked here
     inbox, root = tmp_path / "in", tmp_path / "root"
     inbox.mkdir()
     shutil.copy(SAMPLE_DOCS / DECK, inbox / DECK)

@@ -31,14 +31,16 @@ def _run(name: str, parameters: dict, timeout: float = 240):
 
 
 @pytest.fixture
-def service(prefect_server, tmp_path, monkeypatch):
-    """serve-style setup on the session's Prefect server: work pool, the nightly deployment, a worker, the web root."""
+def service(prefect_server, tmp_path, monkeypatch, shared_embeddings):
+    """serve-style setup on the session's Prefect server: work pool, the nightly deployment, a worker, the web root;
+    the runs embed into the session's shared embeddings cache (no test here counts embeddings)."""
     from flows.serve import Service, free_port
     from ragprep.settings import ServeSettings
 
     monkeypatch.setenv("RAGPREP_OCR__ENABLED", "false")
     monkeypatch.setenv("RAGPREP_LLM__PROVIDER", "heuristic")
     monkeypatch.setenv("RAGPREP_SERVE_STATE", str(tmp_path / "serve.json"))
+    monkeypatch.setenv("RAGPREP_EMBEDDINGS_CACHE", str(shared_embeddings))
     monkeypatch.setenv("PREFECT_WORKER_QUERY_SECONDS", "2")  # the worker asks for new runs every 2 s, not 10 s
     svc = Service(tmp_path / "root", ServeSettings(web_port=free_port()), deployments=["nightly-test-reports"],
                   api_url=prefect_server).start()

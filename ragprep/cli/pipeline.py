@@ -44,16 +44,19 @@ def print_qa_status(settings: Settings) -> None:
     from collections import Counter
 
     from ragprep.tables import TableStore
-    from tasks.qa.judge import offline_precision_short
 
     pairs = TableStore(Layout(settings.root)).read_arrow("qa_pairs")
     if pairs is None or not pairs.num_rows:
-        return
+        return  # before the judge's import (BM25, SciPy): an ingest has no pairs
     status = Counter(pairs.column("status").to_pylist())
     line = ", ".join(f"{n} {name}" for name, n in sorted(status.items()))
     console.print(f"qa:      {pairs.num_rows} pairs: {line}")
     critics = set(pairs.column("critic_provider").to_pylist()) if "critic_provider" in pairs.column_names else set()
-    why = offline_precision_short({"provider": "heuristic"}, settings) if critics == {"heuristic"} else ""
+    why = ""
+    if critics == {"heuristic"}:
+        from tasks.qa.judge import offline_precision_short
+
+        why = offline_precision_short({"provider": "heuristic"}, settings)
     if why and not status.get("approved"):
         console.print(f"         {why.removeprefix('review: ')}; set qa.auto_approve_min_precision = 0 to "
                       "auto-approve what the critic passes anyway")

@@ -8,8 +8,9 @@ One protocol, two backends:
   the region); page headers and footers are dropped; consecutive list items of one
   column are merged into one list region. A page with images or drawings on which the
   model finds no region (a scan) becomes one full-page figure region, so its OCR text is
-  still a quote. The model runs on onnxruntime, which ``import pymupdf`` already loads;
-  it is pinned below 1.29, whose Linux wheels carry Microsoft's telemetry uploader
+  still a quote. The model runs on onnxruntime and is loaded when the first page is laid
+  out, not by ``import pymupdf`` (``ragprep/engines/layout_model.py``); onnxruntime is
+  pinned below 1.29, whose Linux wheels carry Microsoft's telemetry uploader
   (``ragprep/offline.py``). Its sessions are remade once per process with onnxruntime's
   thread spinning off (:func:`passive_layout_sessions`): calls are serialised under
   ``PDF_LOCK`` while the pipeline's other threads embed and OCR, and spinning pool threads
@@ -34,6 +35,7 @@ from typing import Protocol
 
 import pymupdf
 
+from ragprep.engines.layout_model import load_layout_model
 from ragprep.engines.pdf import PDF_LOCK, join_lines, page_words
 from ragprep.errors import RagprepError
 
@@ -134,16 +136,17 @@ def _sessions_in(obj: object, depth: int = 3) -> Iterator[tuple[object, str, obj
 
 
 def passive_layout_sessions() -> int:
-    """Remake, once per process, the onnxruntime sessions of the pymupdf-layout model (made when ``import pymupdf``
-    loaded it) with the same model, providers and options but thread spinning off: intra-op threads then sleep
-    between the model's operators instead of spinning, which on a busy machine took CPU from the threads that
-    embed and OCR. Returns the number of sessions remade; 0 where the model is not where PyMuPDF 2.0's
+    """Remake, once per process, the onnxruntime sessions of the pymupdf-layout model (made when
+    :func:`~ragprep.engines.layout_model.load_layout_model` loaded it, or ``import pymupdf`` before ``ragprep``)
+    with the same model, providers and options but thread spinning off: intra-op threads then sleep between the
+    model's operators instead of spinning, which on a busy machine took CPU from the threads that embed and OCR. Returns the number of sessions remade; 0 where the model is not where PyMuPDF 2.0's
     ``activate`` keeps it (the model then runs as loaded)."""
     global _SESSIONS_PASSIVE
     with PDF_LOCK:
         if _SESSIONS_PASSIVE:
             return 0
         _SESSIONS_PASSIVE = True
+        load_layout_model()  # the sessions to remake exist once the model is loaded
         import onnxruntime as ort
 
         closure = getattr(getattr(pymupdf, "_get_layout", None), "__closure__", None) or ()
@@ -177,11 +180,19 @@ class PyMuPdfLayoutBackend:
                 f"layout backend pymupdf-layout needs PyMuPDF >= 2.0 with pymupdf-layout (found PyMuPDF {pymupdf.VersionBind}); "
                 "run `pip install 'pymupdf>=2.0' pymupdf-layout`"
             )
+        try:
+            with PDF_LOCK:
+                load_layout_model()
+        except ImportError as exc:
+            raise LayoutBackendUnavailable(
+                f"layout backend pymupdf-layout cannot load its model ({exc}); run `pip install pymupdf-layout`"
+            ) from exc
         passive_layout_sessions()
 
     def page_layout(self, page: pymupdf.Page) -> PageLayout:
         """The regions of one page with their text; headers and footers dropped, list items merged, a scan as one figure."""
         with PDF_LOCK:
+            load_layout_model()  # once per process; check() loads it first in the pipeline
             page.get_layout()
             boxes = list(page.layout_information or [])
             words = page_words(page)

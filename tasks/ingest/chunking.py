@@ -312,8 +312,13 @@ def _groupable(parent: tuple[Node, ...], child: Node, root: Label | None) -> boo
 Part = tuple[tuple[Node, ...], list[tuple[ElementRow, str]]]
 
 
+_element_tokens = lru_cache(maxsize=4096)(count_tokens)
+"""``count_tokens`` of an element's Markdown, remembered: ``pack_sections`` measures the same elements again at
+every level of the section tree and for every group it grows."""
+
+
 def _tokens(items: Sequence[tuple[ElementRow, tuple[Node, ...]]]) -> int:
-    return sum(count_tokens(element_markdown(e)) + 1 for e, _ in items if e.text)
+    return sum(_element_tokens(element_markdown(e)) + 1 for e, _ in items if e.text)
 
 
 def _own_parts(prefix: tuple[Node, ...], own: Sequence[ElementRow], room: int) -> list[Part]:

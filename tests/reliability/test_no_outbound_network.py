@@ -180,6 +180,9 @@ if mode == "library":
 elif mode == "deployment":
     from prefect.flows import load_flow_from_entrypoint  # a worker's flow run has Prefect imported first
     load_flow_from_entrypoint(arg)
+if mode != "cli":  # what the quotes stage does at its first page: load PyMuPDF's layout model (onnxruntime)
+    from ragprep.engines.layout_model import load_layout_model
+    load_layout_model()
 else:
     from ragprep.cli import app
     try:
@@ -227,7 +230,7 @@ def test_entry_points_turn_telemetry_off_before_the_libraries_load(tmp_path):
             if env != off:
                 problems.append(f"{mode} {arg}: {library} imported with {env}")
     assert not problems, "\n".join(problems)
-    for case in cases[:2]:  # not vacuous: the flows load PyMuPDF's layout runtime and Prefect
+    for case in cases[:2]:  # not vacuous: the flows load Prefect, and PyMuPDF's layout runtime when a page is laid out
         assert {"onnxruntime", "prefect"} <= set(results[case]), (case, results[case])
 
 

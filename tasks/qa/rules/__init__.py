@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
+from ragprep.text import contains_word
 from tasks.qa.rules.facts import (
     _AFTER_VERB,
     _APPOSITIVE_RE,
@@ -203,7 +204,7 @@ def _well_formed(candidate: Candidate) -> bool:
         return False
     if re.search(r"\.(?:pptx|pdf|docx|xlsx)\b|\bSlide \d+\b|\bSeries \d+\b", question, re.IGNORECASE):
         return False
-    return not re.search(rf"(?<!\w){re.escape(answer.lower())}(?!\w)", question.lower())  # no answer leak
+    return not contains_word(question.lower(), answer.lower())  # no answer leak
 
 
 def generate(view: ChunkView, n: int) -> list[Candidate]:

@@ -25,7 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
+from ragprep.text import verbatim_span as _verbatim
 from tasks.qa.registry import rule
 from tasks.qa.rules.pointers import (
     after_list,
@@ -136,11 +138,17 @@ def _push(items: "_Items", sub: re.Match) -> str:
 
 def provision_units(view: ChunkView) -> list[Unit]:
     """The chunk cut into numbered paragraphs and their items (a unit's text without its number); an item is named
-    with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3)."""
+    with its parents ("S9.2.3(b)(3)": the third numbered item under item (b) of S9.2.3). Cached per Markdown text: every
+    provision rule reads the same chunk's units."""
+    return list(_provision_units(view.markdown))
+
+
+@lru_cache(maxsize=1024)
+def _provision_units(markdown: str) -> tuple[Unit, ...]:
     units: list[Unit] = []
     titles: dict[str, str] = {}
     number, items, lead = "", _Items(), False
-    blocks = [piece for block in _blocks(view.markdown) for piece in _INLINE_NUMBER_RE.split(block) if piece.strip()]
+    blocks = [piece for block in _blocks(markdown) for piece in _INLINE_NUMBER_RE.split(block) if piece.strip()]
     for index, block in enumerate(blocks):
         block = block.strip()
         found = _NUMBER_RE.match(block)
@@ -174,7 +182,7 @@ def provision_units(view: ChunkView) -> list[Unit]:
                 continue  # the paragraph goes on after its list: the sentence is no part of the last item
             lead = bool(_LEAD_IN_RE.search(block)) and not _FAILURE_LEAD_RE.search(block)
             units.append(Unit(number + items.path(), _inherited(titles, number), block))
-    return units
+    return tuple(units)
 
 
 _LEAD_IN_RE = re.compile(r"(?:requirements?|criteria|shall|must)\b[^.]*(?:following|below)[^.]*:\s*$", re.IGNORECASE)
@@ -374,12 +382,6 @@ def prose_values(markdown: str) -> list[str]:
     ask because their bound or owner is not read (``askable`` None): they are facts of the chunk all the same."""
     text = " ".join(b for b in _blocks(markdown) if not b.startswith(("|", "!", ">")))
     return [span for _, _, span, askable, _ in _values(text) if askable is not False]
-
-
-def _verbatim(answer: str, markdown: str) -> str:
-    """The answer as the chunk writes it (a span over a line break keeps the break), or '' when it is not there."""
-    found = re.search(r"\s+".join(re.escape(w) for w in answer.split()), markdown)
-    return found.group(0) if found else ""
 
 
 @rule("generate.provision.value", "generate", "a numbered paragraph or lettered item of a regulation or protocol "

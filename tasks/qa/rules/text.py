@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,13 @@ def text_lines(markdown: str) -> list[str]:
 
 
 def paragraphs(markdown: str) -> list[str]:
-    """Prose paragraphs (list items one each); a paragraph cut by a page break is joined to its continuation."""
+    """Prose paragraphs (list items one each); a paragraph cut by a page break is joined to its continuation (cached
+    per text: several rules read the same chunk's paragraphs and sentences)."""
+    return list(_paragraphs(markdown))
+
+
+@lru_cache(maxsize=1024)
+def _paragraphs(markdown: str) -> tuple[str, ...]:
     out: list[str] = []
     for block in _content_blocks(markdown):
         lines = [ln.strip() for ln in block.splitlines() if ln.strip() and not is_reference_or_toc_line(ln)]
@@ -219,7 +226,7 @@ def paragraphs(markdown: str) -> list[str]:
                 out[-1] = f"{out[-1]} {item}"
             else:
                 out.append(item)
-    return out
+    return tuple(out)
 
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])|(?<=다\.)\s+")
@@ -227,9 +234,15 @@ _ABBREVIATION_END_RE = re.compile(r"\b(?:e\.g|i\.e|etc|Fig|No|Eq|vs|Dr|Mr|Ms|St|
 
 
 def sentences(markdown: str) -> list[str]:
-    """Complete sentences of the chunk's prose (ending in . ! ? and starting with a capital, digit or Hangul)."""
+    """Complete sentences of the chunk's prose (ending in . ! ? and starting with a capital, digit or Hangul; cached
+    per text, as :func:`paragraphs`)."""
+    return list(_sentences(markdown))
+
+
+@lru_cache(maxsize=1024)
+def _sentences(markdown: str) -> tuple[str, ...]:
     out: list[str] = []
-    for paragraph in paragraphs(markdown):
+    for paragraph in _paragraphs(markdown):
         pieces: list[str] = []
         for piece in _SENTENCE_SPLIT_RE.split(paragraph):
             if pieces and _ABBREVIATION_END_RE.search(pieces[-1]):
@@ -237,7 +250,7 @@ def sentences(markdown: str) -> list[str]:
             else:
                 pieces.append(piece)
         out.extend(p.strip() for p in pieces if _complete(p.strip()))
-    return out
+    return tuple(out)
 
 
 def _complete(sentence: str) -> bool:
