@@ -3,8 +3,16 @@
 Importing this package turns vendor telemetry off (``ragprep.offline``): a deployment's flow run
 and a library user import it before any flow module's body imports PyMuPDF (onnxruntime) or
 starts Prefect's temporary server, so those runs cannot phone home either.
+
+``CHECKOUT`` lives here, not in :mod:`flows.runtime`: ``ragprep serve`` (:mod:`flows.serve`,
+:mod:`flows.deployments`) needs it before Prefect is imported (a refused second serve never loads Prefect).
 """
+
+from pathlib import Path
 
 from ragprep.offline import disable_vendor_telemetry
 
 disable_vendor_telemetry()
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+"""The code checkout these flows were imported from (a deployment's pull step makes it the working directory)."""

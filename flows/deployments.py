@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from flows.runtime import CHECKOUT
+from flows import CHECKOUT
 from ragprep.errors import RagprepError
 
 POOL = "ragprep"

@@ -16,14 +16,12 @@ from typing import Annotated, Optional
 import prefect.runtime.deployment
 from pydantic import Field
 
+from flows import CHECKOUT
 from ragprep.buildlock import build_lock
 from ragprep.errorlog import quiet_user_errors
 from ragprep.errors import RagprepError
 from ragprep.settings import MAX_WORKERS, Settings, build_settings
 from ragprep.storage import sweep_leftovers
-
-CHECKOUT = Path(__file__).resolve().parents[1]
-"""The code checkout these flows were imported from (a deployment's pull step makes it the working directory)."""
 
 Workers = Annotated[Optional[int], Field(ge=1, le=MAX_WORKERS)]
 """The ``workers`` parameter: the Prefect UI form shows 1-MAX_WORKERS and the API refuses other values."""

@@ -36,8 +36,8 @@ from pathlib import Path
 from urllib.error import URLError
 from urllib.request import urlopen
 
+from flows import CHECKOUT
 from flows.deployments import POOL, DeploymentSync, failure_notification, schedules
-from flows.runtime import CHECKOUT
 from flows.supervise import (
     STOP_GRACE_S,
     RunWatch,
@@ -286,6 +286,8 @@ class Service:
         self._last_check_error = ""
         self._supervised: list[Supervised] = []
         self._foreign: set[int] = set()
+        self._checks = ExitStack()
+        self._checks_client = None
 
     @property
     def own_server(self) -> bool:
@@ -310,6 +312,19 @@ class Service:
 
         with temporary_settings(updates={PREFECT_API_URL: self.api_url}), get_client(sync_client=True) as client:
             yield client
+
+    def _runs_client(self):
+        """The Prefect client of the run checks, made once and kept until serve stops: a new client every
+        ``RUNS_CHECK_S`` cost about 60 ms of serve's CPU each time (its settings context and TLS context), around the
+        clock; a restarted server is reached again on the next request (the connection pool reconnects)."""
+        if self._checks_client is None:
+            from prefect.client.orchestration import get_client
+            from prefect.settings import PREFECT_API_URL, temporary_settings
+
+            with temporary_settings(updates={PREFECT_API_URL: self.api_url}):
+                client = get_client(sync_client=True)
+            self._checks_client = self._checks.enter_context(client)
+        return self._checks_client
 
     # -- start ----------------------------------------------------------------------------------------------------
 
@@ -336,9 +351,9 @@ class Service:
 
     def start(self) -> Service:
         """Claim the state file and the root, then start everything; on a failure, stop what was started and raise."""
-        from flows.runtime import CheckoutRootError
-
         if self.root.is_relative_to(CHECKOUT):
+            from flows.runtime import CheckoutRootError  # here: flows.runtime imports Prefect, a refusal needs none
+
             raise CheckoutRootError(f"root {self.root} is inside the code checkout {CHECKOUT}: give `ragprep serve --root` "
                                     "a data folder outside it (deployments refuse a root in the checkout)")
         self.claim()
@@ -460,8 +475,7 @@ class Service:
         if not healthy(self.api_url, timeout=1.0):
             self._watch.seen.update(tree)
             return
-        with self._client() as client:
-            self._watch.check(client, tree, self.say)
+        self._watch.check(self._runs_client(), tree, self.say)
 
     def _checked_runs(self) -> None:
         """check_runs, its failure reported once per distinct message (a restarting server: the next check catches up)."""
@@ -528,6 +542,8 @@ class Service:
             return
         self._stopped.set()
         self._stop_runs(why)
+        with contextlib.suppress(Exception):
+            self._checks.close()  # the run checks' client
         if self.worker is not None:
             stop_group(self.worker)
         if _read_json(state_file()) and _read_json(state_file()).get("pid") == os.getpid():
