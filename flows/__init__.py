@@ -11,8 +11,10 @@ starts Prefect's temporary server, so those runs cannot phone home either.
 from pathlib import Path
 
 from ragprep.offline import disable_vendor_telemetry
+from ragprep.pygc import pace_collector
 
 disable_vendor_telemetry()
+pace_collector()  # a flow-run process's collector paced as the CLI's (ragprep.pygc)
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 """The code checkout these flows were imported from (a deployment's pull step makes it the working directory)."""

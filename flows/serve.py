@@ -53,6 +53,7 @@ from flows.supervise import (
     terminate,
 )
 from ragprep.errors import RagprepError
+from ragprep.pygc import API_SERVER_MAIN
 from ragprep.settings import ServeSettings
 from ragprep.webroot import WebRoot
 
@@ -128,7 +129,7 @@ class ApiServer:
         self._log.seek(0)
         self._log.truncate()
         self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-            [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+            [sys.executable, "-c", API_SERVER_MAIN, "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
              "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
             env=env, start_new_session=True, preexec_fn=die_with_parent, stdout=subprocess.DEVNULL, stderr=self._log,
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ragprep.engines.ocr import make_ocr_engine
+from ragprep.pygc import API_SERVER_MAIN, pace_collector
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.ingest.chunking import build_chunks
@@ -24,6 +25,8 @@ from tasks.ingest.run import assemble_tables, discover, ingest_document
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DOCS = REPO / "sample_docs"
 CORPUS = REPO.parent / "shared" / "corpus"
+
+pace_collector()  # the test processes' collector paced as ragprep's own processes' (ragprep.pygc)
 
 
 SLOW_FIXTURES = {
@@ -387,7 +390,7 @@ def shared_prefect_server(folder: Path):
                 log.write(f"started by {os.environ['PYTEST_XDIST_WORKER']} on port {port}\n".encode())
                 log.flush()
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app", "--host",
+                    [sys.executable, "-c", API_SERVER_MAIN, "--factory", "prefect.server.api.server:create_app", "--host",
                      "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"],
                     env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             state = {"url": f"http://127.0.0.1:{port}/api", "pid": proc.pid, "users": 0}

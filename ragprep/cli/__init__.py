@@ -16,6 +16,7 @@ import typer
 from ragprep.cli import data, downstream, pipeline, review, serve
 from ragprep.cli.common import show_version, show_warnings, widen_for_pipes
 from ragprep.offline import disable_vendor_telemetry
+from ragprep.pygc import pace_collector
 
 app = typer.Typer(
     name="ragprep",
@@ -33,6 +34,7 @@ def main(
 ) -> None:
     """ragprep: on-premise document-to-RAG-corpus pipeline."""
     disable_vendor_telemetry()  # before any command imports PyMuPDF (onnxruntime), Prefect or GX
+    pace_collector()
     widen_for_pipes()
     show_warnings()
 
