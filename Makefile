@@ -41,7 +41,8 @@ serve: $(VENV)/.installed system-deps
 ## TEST_WORKERS pytest-xdist processes: many tests wait on subprocesses and servers, so three workers suit two cores
 ## (fresh clones on 2 idle cores: 8:17 on two workers; 6:55 and 7:57 on three; 7:26 and 7:33 in two later runs of main;
 ## 9:24 for the same commit a day later, on a slower day of the shared machine: compare side by side, README Tests;
-## side by side on 2 Dec 2026: 8:08 for 7ca3165, 6:21 for main after the collector pacing and the lazy layout model).
+## side by side on 2 Dec 2026: 8:08 for 7ca3165, 6:21-7:09 in three runs of main after the collector pacing and the
+## lazy layout model).
 ## Each module stays on one worker, as do the tests that share the demo run or the pipeline run (tests/conftest.py);
 ## the longest go first; the workers share one Prefect server. The suite is CPU-bound: a run under load (13:17) kept
 ## the three workers within 1% of each other and cost about 940 CPU s, so shorter runs need less work, not another
