@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from ragprep.text import contains_word
+from ragprep.text import contains_word, verbatim_span
 from tasks.ingest import chunking
 from tasks.qa.flags import language_of
-from tasks.qa.rules.provisions import _verbatim, provision_units
+from tasks.qa.rules.provisions import provision_units
 from tasks.qa.rules.text import ChunkView, paragraphs, sentences
 
 ALPHABET = list("ab AB_1.9-(|)*+?\\\n\t\u00a0\u2003\u3000\u0663\u00b2xé한국어ё ") + ["ab", "ba", " ab ", "a b", "a\nb"]
@@ -60,15 +60,15 @@ def test_contains_word_agrees_with_the_regex_on_random_texts():
 
 def test_verbatim_finds_what_the_whitespace_regex_found():
     markdown = "The belt shall\nwithstand 11 100 N ±  200 N.\n\nThe belt shall withstand 9 kN."
-    assert _verbatim("withstand 11 100 N", markdown) == "withstand 11 100 N"
-    assert _verbatim("shall withstand", markdown) == "shall\nwithstand"
-    assert _verbatim("N ± 200 N.", markdown) == "N ±  200 N."
-    assert _verbatim("12 kN", markdown) == "" and _verbatim("  ", markdown) == ""
+    assert verbatim_span("withstand 11 100 N", markdown) == "withstand 11 100 N"
+    assert verbatim_span("shall withstand", markdown) == "shall\nwithstand"
+    assert verbatim_span("N ± 200 N.", markdown) == "N ±  200 N."
+    assert verbatim_span("12 kN", markdown) == "" and verbatim_span("  ", markdown) == ""
     texts = _texts(3, 300, 60)
     answers = _texts(4, 80, 8) + [" ".join(t.split()[:3]) for t in texts[:80]]
-    differ = [(a, t) for t in texts for a in answers if _verbatim(a, t) != _old_verbatim(a, t)]
+    differ = [(a, t) for t in texts for a in answers if verbatim_span(a, t) != _old_verbatim(a, t)]
     assert not differ[:5]
-    assert sum(bool(_verbatim(a, t)) for t in texts for a in answers) > 300
+    assert sum(bool(verbatim_span(a, t)) for t in texts for a in answers) > 300
 
 
 def test_language_of_counts_the_same_letters():

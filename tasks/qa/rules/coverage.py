@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
+from ragprep.text import verbatim_span
 from tasks.qa.registry import rule
 from tasks.qa.rules.pointers import not_its_own
 from tasks.qa.rules.protocols import test_condition_candidates
@@ -40,7 +41,6 @@ from tasks.qa.rules.provisions import (
     Unit,
     _reference,
     _title,
-    _verbatim,
     administrative,
     garbled,
     provision_units,
@@ -209,7 +209,7 @@ def procedure_step_candidates(view: ChunkView) -> Iterator[Candidate]:
         if not imperative(first) or _REQUIREMENT_RE.search(first) or not _usable_text(view, unit):
             continue  # "Lower tether anchorages must ...": a requirement (the requirement rules' business), not a step
         answer, whole = _step_answer(unit.text)
-        answer = _verbatim(answer, view.markdown) if answer else ""
+        answer = verbatim_span(answer, view.markdown) if answer else ""
         if answer:
             question = f"What does {_reference(view, unit)} prescribe?" if whole else \
                 f"What is the first step that {_reference(view, unit)} prescribes?"
@@ -233,7 +233,7 @@ def provision_statement_candidates(view: ChunkView) -> Iterator[Candidate]:
                 or not _STATEMENT_VERB_RE.search(_main_clause(sentence))
                 or not _usable_text(view, unit)):
             continue
-        answer = _verbatim(text, view.markdown)
+        answer = verbatim_span(text, view.markdown)
         if answer and len(answer.split()) >= 6 and not _pointer_caption(answer):
             yield Candidate(f"What does {_reference(view, unit)} specify?", answer, "factual", "text")
 

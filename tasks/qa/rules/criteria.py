@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ragprep.text import verbatim_span
 from tasks.qa.registry import rule
 from tasks.qa.rules.provisions import (
     _reference,
     _requirement_sentence,
-    _verbatim,
     administrative,
     garbled,
     provision_units,
@@ -64,7 +64,7 @@ def criterion_limit_candidates(view: ChunkView) -> Iterator[Candidate]:
         if not found or administrative(view, unit) or _requirement_sentence(view, unit):
             continue  # no named bound, or the requirement rule asks the unit's sentence already
         name = found.group("name").strip()
-        answer = _verbatim(f"{found.group('bound')} {found.group('value')}".strip(), view.markdown)
+        answer = verbatim_span(f"{found.group('bound')} {found.group('value')}".strip(), view.markdown)
         if answer and not garbled(answer):
             words = name.split()
             titled = len(words) > 1 and all(w[:1].isupper() for w in words[:2])  # "Rib Deflection Criterion (RDC)"

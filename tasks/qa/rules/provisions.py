@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ragprep.text import verbatim_span as _verbatim
+from ragprep.text import verbatim_span
 from tasks.qa.registry import rule
 from tasks.qa.rules.pointers import (
     after_list,
@@ -407,7 +407,7 @@ def value_candidates(view: ChunkView) -> Iterator[Candidate]:
             told_apart = ("", "") not in keys and keys.count((noun, subject)) == 1
             if len(same) > 1 and not (told_by_noun or told_apart):
                 continue  # two values of one kind, not told apart by their nouns or subjects: the answer would be ambiguous
-            answer = _verbatim(span, view.markdown)
+            answer = verbatim_span(span, view.markdown)
             if answer:
                 yield Candidate(question, answer, "numeric", "text")
 
@@ -438,7 +438,7 @@ def requirement_candidates(view: ChunkView) -> Iterator[Candidate]:
     asked: set[str] = set()
     for unit in provision_units(view):
         sentence = _requirement_sentence(view, unit)
-        answer = _verbatim(sentence, view.markdown) if sentence and unit.number not in asked else ""
+        answer = verbatim_span(sentence, view.markdown) if sentence and unit.number not in asked else ""
         if answer:
             asked.add(unit.number)
             yield Candidate(f"What does {_reference(view, unit)} require?", answer, "factual", "text")
@@ -477,7 +477,7 @@ def definition_candidates(view: ChunkView) -> Iterator[Candidate]:
             continue
         term = found.group("term").strip()
         reference = f"paragraph {unit.number} of {annex_of(view) + ' to ' if annex_of(view) else ''}{doc_phrase(view)}"
-        answer = _verbatim(unit.text.rstrip(), view.markdown)
+        answer = verbatim_span(unit.text.rstrip(), view.markdown)
         if not answer or not answer.endswith(".") or answer.endswith((" as.", ":")) or pointer_definition(answer):
             continue  # not a complete sentence, or the definition goes on in a list the unit does not hold
         yield Candidate(f'According to {reference}, what does "{term}" mean?', answer, "definitional", "text")
@@ -510,7 +510,7 @@ def korean_limit_candidates(view: ChunkView) -> Iterator[Candidate]:
                 continue
             prefix = f"{case}의 경우 " if case else ""
             question = f"{place}에 따르면 {prefix}{subject}의 기준은 무엇인가요?"
-            answer = _verbatim(found.group("value"), view.markdown)
+            answer = verbatim_span(found.group("value"), view.markdown)
             if answer:
                 yield Candidate(question, answer, "numeric", "text")
 
@@ -531,7 +531,7 @@ def headline_candidates(view: ChunkView) -> Iterator[Candidate]:
         top_level = re.fullmatch(r"S?\d+", unit.number) and not annex_of(view)  # an annex's "Purpose" is its test's
         if not kind or not top_level or not sentence or len(sentence) > MAX_SENTENCE_CHARS or garbled(sentence):
             continue
-        answer = _verbatim(sentence, view.markdown)
+        answer = verbatim_span(sentence, view.markdown)
         if answer and not _LEAD_IN_SENTENCE_RE.search(answer):
             question = f"To what does {doc} apply?" if kind == "application" else f"What is the {kind} of {doc}?"
             yield Candidate(question, answer, "factual", "text")
@@ -583,7 +583,7 @@ def conditional_candidates(view: ChunkView) -> Iterator[Candidate]:
     for place, text in units:
         for sentence in sentences(text) if text is view.markdown else re.split(r"(?<=\.)\s+(?=[A-Z])", text):
             made = _conditional_question(sentence.strip(), place, view.markdown)
-            answer = _verbatim(made[1], view.markdown) if made else ""
+            answer = verbatim_span(made[1], view.markdown) if made else ""
             if made and answer and not garbled(answer) and not garbled(made[0]):
                 yield Candidate(made[0], answer, "factual", "text")  # the answer is a condition clause, not a sentence
 
