@@ -139,14 +139,15 @@ def passive_layout_sessions() -> int:
     """Remake, once per process, the onnxruntime sessions of the pymupdf-layout model (made when
     :func:`~ragprep.engines.layout_model.load_layout_model` loaded it, or ``import pymupdf`` before ``ragprep``)
     with the same model, providers and options but thread spinning off: intra-op threads then sleep between the
-    model's operators instead of spinning, which on a busy machine took CPU from the threads that embed and OCR. Returns the number of sessions remade; 0 where the model is not where PyMuPDF 2.0's
-    ``activate`` keeps it (the model then runs as loaded)."""
+    model's operators instead of spinning, which on a busy machine took CPU from the threads that embed and OCR.
+    Returns the number of sessions remade; 0 where the model is not where PyMuPDF 2.0's ``activate`` keeps it (the
+    model then runs as loaded). Raises ``ImportError`` when the model cannot be loaded (``load_layout_model``)."""
     global _SESSIONS_PASSIVE
     with PDF_LOCK:
         if _SESSIONS_PASSIVE:
             return 0
-        _SESSIONS_PASSIVE = True
         load_layout_model()  # the sessions to remake exist once the model is loaded
+        _SESSIONS_PASSIVE = True
         import onnxruntime as ort
 
         closure = getattr(getattr(pymupdf, "_get_layout", None), "__closure__", None) or ()
@@ -181,13 +182,11 @@ class PyMuPdfLayoutBackend:
                 "run `pip install 'pymupdf>=2.0' pymupdf-layout`"
             )
         try:
-            with PDF_LOCK:
-                load_layout_model()
+            passive_layout_sessions()  # loads the model first
         except ImportError as exc:
             raise LayoutBackendUnavailable(
                 f"layout backend pymupdf-layout cannot load its model ({exc}); run `pip install pymupdf-layout`"
             ) from exc
-        passive_layout_sessions()
 
     def page_layout(self, page: pymupdf.Page) -> PageLayout:
         """The regions of one page with their text; headers and footers dropped, list items merged, a scan as one figure."""
