@@ -99,6 +99,12 @@ def start_timeout() -> int:
         raise ServerStartError(f"{START_TIMEOUT_VAR}={value!r} is not a whole number of seconds; fix the variable") from exc
 
 
+def api_server_command(port: int) -> list[str]:
+    """The command line of a Prefect API server on 127.0.0.1:``port`` (uvicorn, the collector paced: ragprep.pygc)."""
+    return [sys.executable, "-c", API_SERVER_MAIN, "--factory", "prefect.server.api.server:create_app", "--host",
+            "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
+
+
 class ApiServer:
     """A Prefect API server on 127.0.0.1:``port`` in its own process group that dies with its parent."""
 
@@ -129,9 +135,8 @@ class ApiServer:
         self._log.seek(0)
         self._log.truncate()
         self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-            [sys.executable, "-c", API_SERVER_MAIN, "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
-            env=env, start_new_session=True, preexec_fn=die_with_parent, stdout=subprocess.DEVNULL, stderr=self._log,
+            api_server_command(self.port), env=env, start_new_session=True, preexec_fn=die_with_parent,
+            stdout=subprocess.DEVNULL, stderr=self._log,
         )
         started = time.monotonic()
         deadline, next_note = started + timeout, started + 10

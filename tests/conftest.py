@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ragprep.engines.ocr import make_ocr_engine
-from ragprep.pygc import API_SERVER_MAIN, pace_collector
+from ragprep.pygc import pace_collector
 from ragprep.settings import Settings
 from ragprep.storage import Layout
 from tasks.ingest.chunking import build_chunks
@@ -367,14 +367,13 @@ def shared_prefect_server(folder: Path):
     import json
     import signal
     import subprocess
-    import sys
     import time
 
     from filelock import FileLock
     from prefect.context import _temporary_global_settings_context, get_settings_context
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from flows.serve import free_port, healthy
+    from flows.serve import api_server_command, free_port, healthy
 
     folder.mkdir(parents=True, exist_ok=True)
     state_file, lock = folder / "state.json", FileLock(str(folder / "state.lock"))
@@ -389,10 +388,8 @@ def shared_prefect_server(folder: Path):
             with open(folder / "server.log", "ab") as log:
                 log.write(f"started by {os.environ['PYTEST_XDIST_WORKER']} on port {port}\n".encode())
                 log.flush()
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", API_SERVER_MAIN, "--factory", "prefect.server.api.server:create_app", "--host",
-                     "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"],
-                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen(api_server_command(port), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
             state = {"url": f"http://127.0.0.1:{port}/api", "pid": proc.pid, "users": 0}
             deadline = time.monotonic() + 120
             while not healthy(state["url"], timeout=5):
