@@ -71,7 +71,9 @@ def test_the_image_and_the_makefile_install_with_the_constraints():
     ignored = (DEPLOY / "Dockerfile.dockerignore").read_text(encoding="utf-8").split()
     assert "constraints.txt" not in ignored and "pyproject.toml" not in ignored
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
-    assert "pip install -q -c constraints.txt -e '.[test]'" in makefile
+    assert "uv pip install -q --python $(PY) -c constraints.txt -e '.[test]'" in makefile
+    assert "pip install -q -c constraints.txt uv" in makefile  # uv itself is pinned
+    assert "pip install -q -c constraints.txt -e '.[test]'" in makefile  # pip's fallback
     assert re.search(r"^\$\(VENV\)/\.installed: pyproject\.toml constraints\.txt$", makefile, re.MULTILINE)
 
 
