@@ -186,7 +186,7 @@ def shared_embeddings(tmp_path_factory) -> Path:
     again. Entries are keyed by model + text hash and every save merges what other processes wrote under a file
     lock (``save_vector_cache``). Tests that count embeddings, read cache files under their root, or check a fresh
     machine keep the default ``<root>/cache/embeddings`` (whether the shared cache already holds a text depends on
-    which tests ran before)."""
+    which tests ran before), started with a copy of this one but a fixed few texts (:func:`seed_embeddings`)."""
     folder = shared_basetemp(tmp_path_factory) / "embeddings-cache"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
