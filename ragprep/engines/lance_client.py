@@ -3,7 +3,7 @@
 ``import lancedb`` imports ``lance_namespace``, which imports some hundred request and response models from
 ``lance_namespace_urllib3_client.models``. That first import runs the client package's ``__init__.py``, which
 eagerly imports every generated API module (``api/*_api.py``, a few thousand lines of pydantic-validated methods
-each), ``api_client``, ``configuration`` and urllib3: about 0.4 of the 1.3 CPU s of ``import lancedb``, for code
+each), ``api_client``, ``configuration`` and urllib3: about 0.55 of the 1.5 CPU s of ``import lancedb``, for code
 ragprep never runs (it only opens local tables; ``tasks/index/store.py``, ``tasks/index/run.py``).
 
 :func:`defer_lance_client` (run by ``import ragprep``, so before any ragprep module imports lancedb) puts a finder
