@@ -195,14 +195,24 @@ def shared_embeddings(tmp_path_factory) -> Path:
 def share_embeddings(private: Path, shared: Path) -> int:
     """Merge the vector caches of the folder ``private`` (a run's own ``<root>/cache/embeddings``) into the shared
     folder, after that run's tests have what they check from it; returns the vectors copied."""
-    from ragprep.engines.embedder import load_vector_cache, save_vector_cache
+    from ragprep.engines.embedder import load_vector_cache
 
     copied = 0
     for file in sorted(private.glob("*.npz")):
         vectors = load_vector_cache(file)
-        save_vector_cache(shared / file.name, vectors)  # under the file's lock, merged with what others wrote
+        add_vectors(shared / file.name, vectors)
         copied += len(vectors)
     return copied
+
+
+def add_vectors(path: Path, vectors: dict) -> None:
+    """Add ``vectors`` to the cache file ``path``, keeping what it holds. (``save_vector_cache`` writes the dict it is
+    given as the whole file, merging in only what other processes wrote since this one last read or wrote it: a
+    process that read the file, as a seeded test does, and then saved a few vectors would drop the rest.)"""
+    from ragprep.engines.embedder import load_vector_cache, save_vector_cache
+
+    if vectors:
+        save_vector_cache(path, {**load_vector_cache(path), **vectors})  # a write since the load is merged under the lock
 
 
 SEED_EVERY = 8
@@ -244,7 +254,7 @@ class Seed:
         ones), unless a run has written to a folder's cache meanwhile (too late to save it anything); returns the
         vectors copied. Seeding is the first call; a test whose run may start before the session's shared runs are
         done calls it again while its run has not embedded yet (``demo_run``)."""
-        from ragprep.engines.embedder import load_vector_cache, save_vector_cache
+        from ragprep.engines.embedder import load_vector_cache
 
         if any(_npz_stamps(folder) != stamps for folder, stamps in self._written.items()):
             return 0
@@ -256,7 +266,7 @@ class Seed:
             self._read[file.name] = stamp
             new = {k: v for k, v in load_vector_cache(file).items() if k not in self.keys and not held_out(k, self.every)}
             for folder in self.folders if new else ():
-                save_vector_cache(folder / file.name, new)  # merged with what the file holds, under its lock
+                add_vectors(folder / file.name, new)
             self.keys |= new.keys()
             copied += len(new)
         self._written = {folder: _npz_stamps(folder) for folder in self.folders}
