@@ -452,12 +452,41 @@ def pipeline_run(prefect_server, tmp_path_factory, shared_embeddings):
     """The session's one ``pipeline_flow`` over sample_docs/ (OCR off, two workers), every progress event and stage
     log line recorded (tests/downstream.py ``run_sample_pipeline``): test_progress.py reads the record, the
     downstream tests (``version_root``) copy its root. It embeds into its own root (test_progress.py checks the
-    negatives stage's embedding progress); its vectors are then copied into the session's ``shared_embeddings``."""
+    negatives stage's embedding progress); its vectors are copied into the session's ``shared_embeddings`` as soon as
+    the negatives stage has saved them (``sharing_as_saved``: the demo run, started beside it, is topped up with
+    them), and once more at the end."""
     from tests.downstream import run_sample_pipeline
 
-    run = run_sample_pipeline(tmp_path_factory.mktemp("pipeline") / "root")
+    root = tmp_path_factory.mktemp("pipeline") / "root"
+    with sharing_as_saved(Layout(root).embeddings_cache_dir, shared_embeddings):
+        run = run_sample_pipeline(root)
     share_embeddings(Layout(run.root).embeddings_cache_dir, shared_embeddings)
     return run
+
+
+@contextlib.contextmanager
+def sharing_as_saved(private: Path, shared: Path, every: float = 1.0):
+    """While active, a thread copies the vectors of the folder ``private`` into ``shared`` (:func:`share_embeddings`)
+    each time a run in this process saves them there (its cache files change), rather than only after the whole run."""
+    import threading
+
+    stop = threading.Event()
+
+    def watch() -> None:
+        seen: dict[str, tuple[int, int]] = {}
+        while not stop.wait(every):
+            stamps = _npz_stamps(private)
+            if stamps != seen:
+                seen = stamps
+                share_embeddings(private, shared)
+
+    watcher = threading.Thread(target=watch, name="sharing-as-saved", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
 
 
 @pytest.fixture(scope="session")

@@ -296,7 +296,7 @@ class DemoRun:
     quotes_written: bool
     published: bool
     embedded: int
-    """Vectors the run added to its root's embeddings cache: texts its model embedded (the cache may start seeded)."""
+    """Vectors in its root's embeddings cache that the seed did not put there: texts its model embedded."""
 
 
 def run_demo(base: Path, seed: Seed | None = None) -> DemoRun:
