@@ -178,3 +178,36 @@ def test_roots_naming_one_embeddings_cache_share_it_and_a_save_keeps_what_anothe
     again = CachedEmbedder(Counting(), PassageCache(path))
     again.passages(["first", "second"])
     assert again.inner.embedded == 0 and again.counts.reused == 2
+
+
+def test_an_embedder_without_a_query_cache_embeds_each_recent_query_once(monkeypatch):
+    """``ask`` reads its question's vector in retrieval, re-ranking and the matcher (``refmatch``: search and matching):
+    the index's embedder, which writes no query to disk, keeps the last ``QUERY_MEMO`` query vectors in memory."""
+    from ragprep.engines import embedders
+    from ragprep.engines.embedders import CachedEmbedder, PassageCache
+
+    class Counting:
+        name, dim = "counting", 3
+
+        def __init__(self) -> None:
+            self.calls: list[list[str]] = []
+
+        def queries(self, texts):
+            self.calls.append(list(texts))
+            return np.array([[len(t), 1.0, 0.0] for t in texts], np.float32)
+
+    inner = Counting()
+    embedder = CachedEmbedder(inner, PassageCache(None))
+    first = embedder.queries(["what", "why?", "what"])
+    assert inner.calls == [["what", "why?"]] and first[:, 0].tolist() == [4, 4, 4] and first.dtype == np.float32
+    assert embedder.queries(["why?"]).tolist() == [[4.0, 1.0, 0.0]] and len(inner.calls) == 1
+    assert (embedder.counts.queries_embedded, embedder.counts.queries_reused) == (2, 2)
+    assert embedder.queries([]).shape == (0, 3)
+    monkeypatch.setattr(embedders, "QUERY_MEMO", 2)  # bounded: the least recently used text goes first
+    embedder.queries(["a", "why?"])  # keeps "a" and "why?" (used last)
+    embedder.queries(["what"])  # "what" in, "a" (used least recently) out
+    assert inner.calls[-2:] == [["a"], ["what"]]
+    embedder.queries(["why?", "what"])
+    assert len(inner.calls) == 3
+    embedder.queries(["a"])
+    assert inner.calls[-1] == ["a"]

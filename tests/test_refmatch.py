@@ -28,7 +28,7 @@ from tasks.index.store import SearchHit
 from tasks.qa.flags import pair_flags
 from tasks.refmatch.answer import EXTRACTIVE_LABEL, Passage, answer_body, extractive_answer, prompt_variables, table_sentences
 from tasks.refmatch.evalset import THRESHOLDS, build_items, sentence_scores
-from tasks.refmatch.run import read_items, run_refmatch
+from tasks.refmatch.run import AnswerItem, match_items, read_items, run_refmatch
 from tasks.refmatch.scoring import build_scorer
 from tests.conftest import CORPUS, REPO, SAMPLE_DOCS
 
@@ -345,3 +345,45 @@ def test_refmatch_writes_segments_and_citations_and_reports_bad_lines(tmp_path):
     assert rows[2]["candidates"] == ["book"] and rows[2]["chunk_id"] == "book" and rows[2]["document"] == "book.pptx"
     assert report.items == 2 and report.unsupported == 1 and report.scorer_calls <= report.naive_calls
     assert "line 3" in report.errors[0] and "line 4" in report.errors[1]
+
+
+def test_refmatch_embeds_the_windows_and_sentences_of_the_answers_it_scores_only():
+    """Windows are embedded for the candidates of answers that have sentences to match; an empty answer has no segment,
+    so its candidates are neither retrieved nor embedded."""
+
+    class Counting:
+        name, dim = "counting", 8
+
+        def __init__(self) -> None:
+            self.passage_texts: list[str] = []
+            self.query_texts: list[str] = []
+
+        def _vectors(self, texts):
+            return np.array([[(hash(t) >> i) & 1 for i in range(self.dim)] for t in texts], dtype=np.float32) + 0.1
+
+        def passages(self, texts):
+            self.passage_texts += texts
+            return self._vectors(texts)
+
+        def queries(self, texts):
+            self.query_texts += texts
+            return self._vectors(texts)
+
+    class Asked(MemorySource):
+        def __init__(self, candidates: list[Candidate]) -> None:
+            super().__init__(candidates)
+            self.asked: list[str] = []
+
+        def candidates(self, question, answer, k):
+            self.asked.append(question)
+            return super().candidates(question, answer, k)
+
+    embedder, source = Counting(), Asked([FRONTAL, SIDE, TEXTBOOK])
+    items = [AnswerItem(1, "a", "What was the driver HIC15?", "The driver HIC15 was 412.6.", ("frontal",)),
+             AnswerItem(2, "b", "And the side test?", "  ", ("side",)),
+             AnswerItem(3, "c", "Why does the crash pulse matter?", "\n", ())]
+    rows = match_items(items, source, BlendScorer(embedder), Settings())
+    assert [(r.item_id, r.chunk_id, r.status) for r in rows] == [("a", "frontal", "supported")]
+    assert sorted(embedder.passage_texts) == sorted(windows(FRONTAL.text, Settings().refmatch.window_words))
+    assert sorted(embedder.query_texts) == ["The driver HIC15 was 412.6.", "What was the driver HIC15?"]
+    assert source.asked == []

