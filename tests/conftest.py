@@ -323,12 +323,14 @@ def seed_embeddings(shared_embeddings):
 @contextlib.contextmanager
 def asked_keys(keys: set[str]):
     """While active, the cache keys of every text this process's cached embedders (``CachedEmbedder``: the stages',
-    the index's) are asked to embed or find are added to ``keys`` (``q:`` + the text hash for a question)."""
+    the index's) are asked to embed or find in their cache file are added to ``keys`` (``q:`` + the text hash for a
+    question, where the embedder caches questions)."""
     from ragprep.engines.embedders import CachedEmbedder, text_hash
 
     def recording(method, prefix: str):
         def recorded(self, texts, *args, **kwargs):
-            keys.update(prefix + text_hash(t) for t in texts)
+            if not prefix or self.cache_queries:
+                keys.update(prefix + text_hash(t) for t in texts)
             return method(self, texts, *args, **kwargs)
 
         return recorded
