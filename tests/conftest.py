@@ -186,7 +186,7 @@ def shared_embeddings(tmp_path_factory) -> Path:
     again. Entries are keyed by model + text hash and every save merges what other processes wrote under a file
     lock (``save_vector_cache``). Tests that count embeddings, read cache files under their root, or check a fresh
     machine keep the default ``<root>/cache/embeddings`` (whether the shared cache already holds a text depends on
-    which tests ran before)."""
+    which tests ran before), started with a copy of this one but a fixed few texts (:func:`seed_embeddings`)."""
     folder = shared_basetemp(tmp_path_factory) / "embeddings-cache"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -195,14 +195,150 @@ def shared_embeddings(tmp_path_factory) -> Path:
 def share_embeddings(private: Path, shared: Path) -> int:
     """Merge the vector caches of the folder ``private`` (a run's own ``<root>/cache/embeddings``) into the shared
     folder, after that run's tests have what they check from it; returns the vectors copied."""
-    from ragprep.engines.embedder import load_vector_cache, save_vector_cache
+    from ragprep.engines.embedder import load_vector_cache
 
     copied = 0
     for file in sorted(private.glob("*.npz")):
         vectors = load_vector_cache(file)
-        save_vector_cache(shared / file.name, vectors)  # under the file's lock, merged with what others wrote
+        add_vectors(shared / file.name, vectors)
         copied += len(vectors)
     return copied
+
+
+def add_vectors(path: Path, vectors: dict) -> None:
+    """Add ``vectors`` to the cache file ``path``, keeping what it holds. (``save_vector_cache`` writes the dict it is
+    given as the whole file, merging in only what other processes wrote since this one last read or wrote it: a
+    process that read the file, as a seeded test does, and then saved a few vectors would drop the rest.)"""
+    from ragprep.engines.embedder import load_vector_cache, save_vector_cache
+
+    if vectors:
+        save_vector_cache(path, {**load_vector_cache(path), **vectors})  # a write since the load is merged under the lock
+
+
+SEED_EVERY = 8
+"""A seeded cache (:func:`seed_embeddings`) leaves out every text whose cache key hashes to 0 modulo this: about one
+text in eight, the same texts in every run and on every machine, so a seeded run still loads the model and embeds
+those for real."""
+
+
+def held_out(key: str, every: int = SEED_EVERY) -> bool:
+    """Whether seeded caches leave out the cache key ``key`` (a text hash, ``q:`` + one for a question): a fixed one
+    key in ``every``, by the key's own hash."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % every == 0
+
+
+def cache_keys(folder: Path) -> set[str]:
+    """Every key of the vector caches (``*.npz``) in ``folder``."""
+    from ragprep.engines.embedder import load_vector_cache
+
+    return {key for file in folder.glob("*.npz") for key in load_vector_cache(file)}
+
+
+class Seed:
+    """Private embeddings-cache folders started with a copy of the session's vectors, but the held-out ones
+    (:func:`seed_embeddings`)."""
+
+    def __init__(self, folders: Sequence[Path], shared: Path, every: int) -> None:
+        self.folders = tuple(folders)
+        self.shared = shared
+        self.every = every
+        self.keys: set[str] = set()
+        """The keys copied into each folder (the same in all)."""
+        self.used: set[str] = set()
+        """Keys this process's cached embedders were asked for while the seed was active (``prune``)."""
+        self._read: dict[str, tuple[int, int]] = {}  # the shared files' (mtime, size) when last copied
+        self._written = {folder: _npz_stamps(folder) for folder in self.folders}  # the folders as the seed left them
+
+    def top_up(self) -> int:
+        """Copy into the folders the vectors the shared cache holds that they were not given yet (but the held-out
+        ones), unless a run has written to a folder's cache meanwhile (too late to save it anything); returns the
+        vectors copied. Seeding is the first call; a test whose run may start before the session's shared runs are
+        done calls it again while its run has not embedded yet (``demo_run``)."""
+        from ragprep.engines.embedder import load_vector_cache
+
+        if any(_npz_stamps(folder) != stamps for folder, stamps in self._written.items()):
+            return 0
+        copied = 0
+        for file in sorted(self.shared.glob("*.npz")):
+            stamp = _npz_stamps(self.shared, file.name).get(file.name)
+            if self._read.get(file.name) == stamp:
+                continue
+            self._read[file.name] = stamp
+            new = {k: v for k, v in load_vector_cache(file).items() if k not in self.keys and not held_out(k, self.every)}
+            for folder in self.folders if new else ():
+                add_vectors(folder / file.name, new)
+            self.keys |= new.keys()
+            copied += len(new)
+        self._written = {folder: _npz_stamps(folder) for folder in self.folders}
+        return copied
+
+    def added(self, folder: Path | None = None) -> set[str]:
+        """The keys the folder's caches hold now that were not seeded: what the runs in it embedded (the first
+        folder's by default)."""
+        return cache_keys(folder or self.folders[0]) - self.keys
+
+
+def _npz_stamps(folder: Path, pattern: str = "*.npz") -> dict[str, tuple[int, int]]:
+    """(mtime, size) of each vector cache file in ``folder``, by name."""
+    stamps = {}
+    for file in folder.glob(pattern):
+        with contextlib.suppress(FileNotFoundError):  # replaced meanwhile (an atomic write)
+            stat = file.stat()
+            stamps[file.name] = (stat.st_mtime_ns, stat.st_size)
+    return stamps
+
+
+@pytest.fixture(scope="session")
+def seed_embeddings(shared_embeddings):
+    """seed_embeddings(*folders, prune=False) -> a context manager yielding a :class:`Seed`: for the tests that keep a
+    private embeddings cache (they count embeddings, or check a fresh root), each folder (empty or missing: a root's
+    ``cache/embeddings``) starts with the vectors ``shared_embeddings`` holds (one snapshot for all folders), except
+    the held-out ones (:func:`held_out`): the sample_docs/ chunks and quotes that ``demo_run``, ``pipeline_run`` and
+    earlier seeded runs embedded are not embedded once more, and every run still embeds the texts held out. On exit
+    the folders' vectors are merged into ``shared_embeddings``, so the first seeded test of a run embeds for the ones
+    after it. ``prune``: on exit, each folder keeps only the seeded vectors that this process's embedders were asked
+    for (a root whose later tests count what gets embedded holds what a cold start would have embedded, no more).
+
+    The shared cache holds what has been embedded so far: a test run alone, or before the shared runs, is seeded
+    with less and embeds more, never another shared run (which would cost more than it saves)."""
+    from ragprep.engines.embedder import load_vector_cache, save_vector_cache
+
+    @contextlib.contextmanager
+    def seed(*folders: Path, prune: bool = False, every: int = SEED_EVERY):
+        seeded = Seed(folders, shared_embeddings, every)
+        seeded.top_up()
+        with asked_keys(seeded.used) if prune else contextlib.nullcontext():
+            yield seeded
+        for folder in folders:
+            if prune:
+                for file in folder.glob("*.npz"):
+                    kept = {k: v for k, v in load_vector_cache(file).items() if k not in seeded.keys or k in seeded.used}
+                    file.unlink()
+                    save_vector_cache(file, kept)
+            share_embeddings(folder, shared_embeddings)
+
+    return seed
+
+
+@contextlib.contextmanager
+def asked_keys(keys: set[str]):
+    """While active, the cache keys of every text this process's cached embedders (``CachedEmbedder``: the stages',
+    the index's) are asked to embed or find in their cache file are added to ``keys`` (``q:`` + the text hash for a
+    question, where the embedder caches questions)."""
+    from ragprep.engines.embedders import CachedEmbedder, text_hash
+
+    def recording(method, prefix: str):
+        def recorded(self, texts, *args, **kwargs):
+            if not prefix or self.cache_queries:
+                keys.update(prefix + text_hash(t) for t in texts)
+            return method(self, texts, *args, **kwargs)
+
+        return recorded
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(CachedEmbedder, "passages", recording(CachedEmbedder.passages, ""))
+        patch.setattr(CachedEmbedder, "queries", recording(CachedEmbedder.queries, "q:"))
+        yield keys
 
 
 @pytest.fixture(scope="session")
@@ -298,17 +434,19 @@ def extracted(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def demo_run(tmp_path_factory, shared_embeddings):
+def demo_run(tmp_path_factory, seed_embeddings):
     """The session's one ``ragprep run sample_docs/`` as ``make demo`` runs it on a fresh machine (OCR on, Prefect's
     temporary server, a fresh HOME), under ``strace -f`` where the machine allows tracing
     (tests/reliability/test_no_outbound_network.py ``run_demo``). The no-outbound-network test checks its trace;
-    the CLI tests read its output and then work on its root. It embeds into its own root as a fresh machine does;
-    its vectors are then copied into the session's ``shared_embeddings`` for the set-ups that use that."""
+    the CLI tests read its output and then work on its root. It embeds into its own root as a fresh machine does,
+    that cache seeded (``seed_embeddings``) with what the session has embedded, topped up while the run starts
+    (``pipeline_run`` embeds the same texts on another worker meanwhile), but the held-out texts: it still loads the
+    model and embeds those under the tracer. Its vectors are then copied into ``shared_embeddings``."""
     from tests.reliability.test_no_outbound_network import run_demo
 
-    run = run_demo(tmp_path_factory.mktemp("demo"))
-    share_embeddings(Layout(run.root).embeddings_cache_dir, shared_embeddings)
-    return run
+    base = tmp_path_factory.mktemp("demo")
+    with seed_embeddings(Layout(base / "data").embeddings_cache_dir) as seed:
+        return run_demo(base, seed)
 
 
 @pytest.fixture(scope="session")
@@ -316,12 +454,41 @@ def pipeline_run(prefect_server, tmp_path_factory, shared_embeddings):
     """The session's one ``pipeline_flow`` over sample_docs/ (OCR off, two workers), every progress event and stage
     log line recorded (tests/downstream.py ``run_sample_pipeline``): test_progress.py reads the record, the
     downstream tests (``version_root``) copy its root. It embeds into its own root (test_progress.py checks the
-    negatives stage's embedding progress); its vectors are then copied into the session's ``shared_embeddings``."""
+    negatives stage's embedding progress); its vectors are copied into the session's ``shared_embeddings`` as soon as
+    the negatives stage has saved them (``sharing_as_saved``: the demo run, started beside it, is topped up with
+    them), and once more at the end."""
     from tests.downstream import run_sample_pipeline
 
-    run = run_sample_pipeline(tmp_path_factory.mktemp("pipeline") / "root")
+    root = tmp_path_factory.mktemp("pipeline") / "root"
+    with sharing_as_saved(Layout(root).embeddings_cache_dir, shared_embeddings):
+        run = run_sample_pipeline(root)
     share_embeddings(Layout(run.root).embeddings_cache_dir, shared_embeddings)
     return run
+
+
+@contextlib.contextmanager
+def sharing_as_saved(private: Path, shared: Path, every: float = 1.0):
+    """While active, a thread copies the vectors of the folder ``private`` into ``shared`` (:func:`share_embeddings`)
+    each time a run in this process saves them there (its cache files change), rather than only after the whole run."""
+    import threading
+
+    stop = threading.Event()
+
+    def watch() -> None:
+        seen: dict[str, tuple[int, int]] = {}
+        while not stop.wait(every):
+            stamps = _npz_stamps(private)
+            if stamps != seen:
+                seen = stamps
+                share_embeddings(private, shared)
+
+    watcher = threading.Thread(target=watch, name="sharing-as-saved", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
 
 
 @pytest.fixture(scope="session")

@@ -43,15 +43,18 @@ MODES = ("dense", "bm25", "hybrid")
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory):
-    """A root with a published version of three sample decks (headers applied) and its v1 index."""
+def indexed(tmp_path_factory, seed_embeddings):
+    """A root with a published version of three sample decks (headers applied) and its v1 index. The root's
+    embeddings cache starts seeded (``seed_embeddings``: the session's vectors but a fixed few) and is pruned to the
+    vectors the index asked for, so it then holds what a cold build leaves there."""
     root = tmp_path_factory.mktemp("index") / "root"
     settings = ingest_into(root, DOCS)
     run_correct(settings)
     run_headers(settings)
     build = build_version(settings)
     assert build.published
-    return root, run_index(settings)
+    with seed_embeddings(Layout(root).embeddings_cache_dir, prune=True):
+        return root, run_index(settings)
 
 
 @pytest.fixture

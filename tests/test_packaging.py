@@ -1,6 +1,7 @@
 """ragprep as a built package: the wheel holds every module and every data file of the source tree, and a fresh
 venv with only the wheel (its dependencies from the shared venv, no network) runs ``ragprep run sample_docs`` from
-outside the checkout, with PYTHONPATH unset."""
+outside the checkout, with PYTHONPATH unset. That run's embeddings cache starts seeded with the session's vectors but
+a fixed few (``seed_embeddings`` in tests/conftest.py), which the wheel's embedder embeds."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from ragprep.storage import Layout
 from tests.conftest import REPO, SAMPLE_DOCS
 
 PACKAGES = ("ragprep", "tasks", "flows", "schemas")
@@ -53,7 +55,7 @@ def test_the_wheel_holds_every_module_and_data_file(wheel):
 
 
 @pytest.mark.slow
-def test_a_fresh_venv_with_the_wheel_runs_the_pipeline_outside_the_checkout(wheel, prefect_server, tmp_path):
+def test_a_fresh_venv_with_the_wheel_runs_the_pipeline_outside_the_checkout(wheel, prefect_server, tmp_path, seed_embeddings):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
@@ -78,9 +80,11 @@ def test_a_fresh_venv_with_the_wheel_runs_the_pipeline_outside_the_checkout(whee
 
     docs = work / "docs"
     shutil.copytree(SAMPLE_DOCS, docs, ignore=shutil.ignore_patterns("*.py", "*.md"))
-    run = subprocess.run([str(venv / "bin" / "ragprep"), "run", "docs", "--root", "out"], cwd=work, env=env,
-                         capture_output=True, text=True, timeout=600)
+    with seed_embeddings(Layout(work / "out").embeddings_cache_dir) as seed:
+        run = subprocess.run([str(venv / "bin" / "ragprep"), "run", "docs", "--root", "out"], cwd=work, env=env,
+                             capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert seed.added(), "the wheel's embedder embedded nothing"  # the texts the seed held out, at least
     assert "published (LATEST)" in run.stdout
     qa = pq.read_table(work / "out" / "tables" / "qa_pairs.parquet", columns=["status", "critic_usable"]).to_pylist()
     assert qa and all(p["critic_usable"] is not None for p in qa)  # the critic judged every pair

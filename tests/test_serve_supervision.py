@@ -256,22 +256,26 @@ def test_a_killed_worker_is_restarted_and_its_dead_run_marked_crashed(served):
         client.close_stack.close()
 
 
-def test_overlapping_nightly_runs_queue_and_a_failure_notifies_once(served):
+def test_overlapping_nightly_runs_queue_and_a_failure_notifies_once(served, seed_embeddings):
+    from ragprep.storage import Layout
+
     watched = served.base / "watched"
     watched.mkdir()
     shutil.copy(SAMPLE_DOCS / DECK, watched / DECK)
     client = _client(served)
     notified = len(served.receiver.received)
     try:
-        runs = [_start_run(client, {"paths": [str(watched)]}) for _ in range(2)]
-        seen: set[tuple[str, ...]] = set()
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            states = tuple(client.read_flow_run(r.id).state.type.value for r in runs)
-            seen.add(states)
-            if all(s in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED") for s in states):
-                break
-            time.sleep(0.3)
+        # the deck's texts that the session has embedded are not embedded again (what the runs embed is not checked)
+        with seed_embeddings(Layout(served.root).embeddings_cache_dir):
+            runs = [_start_run(client, {"paths": [str(watched)]}) for _ in range(2)]
+            seen: set[tuple[str, ...]] = set()
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                states = tuple(client.read_flow_run(r.id).state.type.value for r in runs)
+                seen.add(states)
+                if all(s in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED") for s in states):
+                    break
+                time.sleep(0.3)
         assert ("RUNNING", "RUNNING") not in seen, seen
         assert {("RUNNING", "SCHEDULED"), ("SCHEDULED", "RUNNING")} & seen, seen  # one waited while the other ran
         finished = [client.read_flow_run(r.id) for r in runs]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragprep.settings import Settings
-from ragprep.storage import exchange_paths
+from ragprep.storage import Layout, exchange_paths
 from tasks.dataset.versions import build_version
 from tasks.index.run import run_index
 from tasks.index.store import SearchIndex, index_folder
@@ -23,11 +23,14 @@ RAGPREP = str(Path(sys.executable).with_name("ragprep"))
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory):
+def indexed(tmp_path_factory, seed_embeddings):
+    """Two sample decks published and indexed; the embeddings cache seeded (``seed_embeddings``), then pruned to what
+    the index asked for."""
     root = tmp_path_factory.mktemp("index-state") / "root"
     settings = ingest_into(root, [SAMPLE_DOCS / "crash_report_side_pole.pptx", SAMPLE_DOCS / "meeting_notes_weekly_safety.pptx"])
     assert build_version(settings).published
-    run_index(settings)
+    with seed_embeddings(Layout(root).embeddings_cache_dir, prune=True):
+        run_index(settings)
     return root
 
 

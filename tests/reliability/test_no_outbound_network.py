@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata, util
@@ -37,7 +38,7 @@ import pytest
 import yaml
 
 from ragprep.offline import TELEMETRY_OFF
-from tests.conftest import REPO, SAMPLE_DOCS
+from tests.conftest import REPO, SAMPLE_DOCS, Seed, cache_keys
 
 STRACE = shutil.which("strace")
 RAGPREP = str(Path(sys.executable).with_name("ragprep"))
@@ -294,27 +295,53 @@ class DemoRun:
     untraced: str
     quotes_written: bool
     published: bool
+    embedded: int
+    """Vectors in its root's embeddings cache that the seed did not put there: texts its model embedded."""
 
 
-def run_demo(base: Path) -> DemoRun:
+def run_demo(base: Path, seed: Seed | None = None) -> DemoRun:
     """``ragprep run sample_docs/`` as ``make demo`` runs it on a fresh machine (OCR, layout model, quality gate,
     Prefect's temporary server, a fresh HOME, every telemetry switch, CI marker, Prefect and RAGPREP variable
     removed) under ``strace -f`` where this machine allows tracing. The ``demo_run`` session fixture
     (tests/conftest.py) runs it once: the trace is checked here, the CLI tests (test_cli.py) read its output and
-    work on its root afterwards, so the facts this module checks are taken as soon as the run ends."""
+    work on its root afterwards, so the facts this module checks are taken as soon as the run ends. ``seed``: the
+    seeded embeddings cache of its root (``<base>/data/cache/embeddings``), if any, topped up while the run has not
+    embedded yet (``_run_topping_up``)."""
     options, untraced = _tracer_or_reason()
     home, root, trace = base / "home", base / "data", base / "strace.log"
     home.mkdir()
     command = [RAGPREP, "run", str(SAMPLE_DOCS), "--root", str(root)]
     if options is not None:
         command = [STRACE, *options, "-f", "-qq", "-s", "96", "-e", TRACED, "-o", str(trace), *command]
-    proc = subprocess.run(command, capture_output=True, text=True, env=_fresh_machine_env(home), cwd=base, timeout=840)
+    proc = _run_topping_up(command, _fresh_machine_env(home), base, seed)
     return DemoRun(
         root=root, home=home, proc=proc, untraced=untraced,
         trace=trace.read_text(errors="replace").splitlines() if options is not None and trace.is_file() else None,
         quotes_written=(root / "tables" / "quotes.parquet").is_file(),
         published=(root / "datasets" / "LATEST").is_file(),
+        embedded=len(cache_keys(root / "cache" / "embeddings") - (seed.keys if seed else set())),
     )
+
+
+def _run_topping_up(command: list[str], env: dict[str, str], cwd: Path, seed: Seed | None,
+                    timeout: float = 840) -> subprocess.CompletedProcess:
+    """``command`` run to its end, its output captured, calling ``seed.top_up()`` every two seconds meanwhile: in a
+    whole test run the demo starts with the session's other sample_docs/ run (``pipeline_run``, on another worker),
+    whose vectors then reach its cache before it embeds, as a rule (the seed stops once the run has written its
+    cache)."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd) as popen:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                out, err = popen.communicate(timeout=2)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    popen.kill()
+                    raise
+                if seed is not None:
+                    seed.top_up()
+    return subprocess.CompletedProcess(command, popen.returncode, out, err)
 
 
 @pytest.mark.slow
@@ -326,6 +353,7 @@ def test_a_whole_run_makes_no_outbound_connection_or_dns_lookup(demo_run):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     # the whole pipeline ran: layout model (quotes) and the quality gate (a published version)
     assert demo_run.quotes_written and demo_run.published
+    assert demo_run.embedded > 0, "the run embedded nothing: the traced run must load the model and embed"
     lines = demo_run.trace
     assert any("connect(" in line and "127.0.0.1" in line for line in lines), "no loopback connect traced: strace saw nothing"
     dns, outbound = offending(lines, nameservers())
