@@ -45,7 +45,7 @@ from flows.supervise import (
     alive,
     become_subreaper,
     descendants,
-    die_with_parent,
+    dying_with_parent,
     in_flight_runs,
     reap_zombies,
     settle_in_flight,
@@ -135,7 +135,7 @@ class ApiServer:
         self._log.seek(0)
         self._log.truncate()
         self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-            api_server_command(self.port), env=env, start_new_session=True, preexec_fn=die_with_parent,
+            dying_with_parent(api_server_command(self.port)), env=env, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=self._log,
         )
         started = time.monotonic()
@@ -409,8 +409,8 @@ class Service:
         self._worker_log.seek(0)
         self._worker_log.truncate()
         self.worker = subprocess.Popen(  # noqa: S603
-            [PREFECT, "worker", "start", "--pool", POOL, "--type", "process"], cwd=CHECKOUT, env=self.env(),
-            start_new_session=True, preexec_fn=die_with_parent, stdout=self._worker_log, stderr=subprocess.STDOUT,
+            dying_with_parent([PREFECT, "worker", "start", "--pool", POOL, "--type", "process"]), cwd=CHECKOUT,
+            env=self.env(), start_new_session=True, stdout=self._worker_log, stderr=subprocess.STDOUT,
         )
         self._write_state()
         self.say(f"worker started (pid {self.worker.pid}) on work pool `{POOL}`")

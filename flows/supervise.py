@@ -18,6 +18,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -32,12 +33,27 @@ FINAL_GRACE_S = 10.0
 """A flow-run process may take this long to exit after its run reached a final state."""
 
 
-def die_with_parent() -> None:
-    """preexec_fn: SIGTERM when the parent dies (Linux ``PR_SET_PDEATHSIG``); a no-op elsewhere."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() == 1:  # the parent died before prctl
-        os._exit(1)
+DIE_WITH_PARENT = """\
+import ctypes, os, signal, sys
+try:
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass  # not Linux: the child outlives a killed parent, as Popen's children do
+if os.getppid() != int(sys.argv[1]):  # the parent died before prctl
+    sys.exit(1)
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+"""Run by :func:`dying_with_parent` in a fresh interpreter: ask for SIGTERM when the parent dies, then become the
+command (the same pid; the setting survives ``exec``)."""
+
+
+def dying_with_parent(command: list[str]) -> list[str]:
+    """``command`` started so that it gets SIGTERM when this process dies (Linux ``PR_SET_PDEATHSIG``): a small
+    interpreter sets that and then execs ``command`` in its own place (Popen's pid is the command's). Unlike a
+    ``preexec_fn``, nothing runs in the forked child before ``exec``: with threads running (lancedb's event loop,
+    the report page, the supervisor) Python code there, the libraries' fork handlers or ``dlopen``, can deadlock
+    the child; a worker restarted that way hung before it ever ran."""
+    return [sys.executable, "-S", "-c", DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
 def become_subreaper() -> bool:
