@@ -512,6 +512,9 @@ class Service:
                 for child in self._supervised:
                     child.check(self.say, self._restarted)
                 reap_zombies(self._popen_pids())
+                # every second, not only at the runs check: a run killed within RUNS_CHECK_S of its start (an early
+                # out-of-memory kill) was never seen in serve's tree, so it stayed Running and held the pool's one slot
+                self._watch.seen.update(self._flow_processes())
                 if time.monotonic() - last_check >= RUNS_CHECK_S:
                     last_check = time.monotonic()
                     self._checked_runs()
