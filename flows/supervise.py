@@ -50,9 +50,10 @@ command (the same pid; the setting survives ``exec``)."""
 def dying_with_parent(command: list[str]) -> list[str]:
     """``command`` started so that it gets SIGTERM when this process dies (Linux ``PR_SET_PDEATHSIG``): a small
     interpreter sets that and then execs ``command`` in its own place (Popen's pid is the command's). Unlike a
-    ``preexec_fn``, nothing runs in the forked child before ``exec``: with threads running (lancedb's event loop,
-    the report page, the supervisor) Python code there, the libraries' fork handlers or ``dlopen``, can deadlock
-    the child; a worker restarted that way hung before it ever ran."""
+    ``preexec_fn``, nothing runs in the forked child before ``exec``: serve has threads running (lancedb's event
+    loop, the report page), and Python code there (a ``preexec_fn``, and with it the libraries' fork handlers:
+    lancedb's starts a new event-loop thread and warns of a possible deadlock) or ``dlopen`` can deadlock the child
+    before it ever becomes the worker (Python's documentation warns against ``preexec_fn`` with threads)."""
     return [sys.executable, "-S", "-c", DIE_WITH_PARENT, str(os.getpid()), *command]
 
 

@@ -1,9 +1,9 @@
 """How ``ragprep serve`` starts the children it supervises (the Prefect server, the worker): ``dying_with_parent``.
 
-A restarted worker once hung before it ran: it was forked with a ``preexec_fn`` from a process whose threads (lancedb's
-event loop among them) were busy, and Python code in the forked child (lancedb's fork handler, ``dlopen``) can
-deadlock there. These tests check that nothing of the parent's Python runs in the child, that Popen's pid is the
-command's own, and that the command still dies with its parent."""
+serve used a ``preexec_fn``, which runs Python code (and with it the libraries' fork handlers: lancedb's starts an
+event-loop thread and warns that it may deadlock) in a child forked from a process with threads running. These tests
+check that nothing of the parent's Python runs in the child, that Popen's pid is the command's own, and that the
+command still dies with its parent."""
 
 from __future__ import annotations
 
