@@ -46,16 +46,10 @@ serve: $(VENV)/.installed system-deps
 	$(VENV)/bin/ragprep serve --root $(SERVE_ROOT)
 
 ## The test suite, what CI runs (installs what it needs; starts its own Prefect server on loopback), on
-## TEST_WORKERS pytest-xdist processes: many tests wait on subprocesses and servers, so three workers suit two cores
-## (fresh clones on 2 idle cores: 8:17 on two workers; 6:55 and 7:57 on three; 7:26 and 7:33 in two later runs of main;
-## 9:24 for the same commit a day later, on a slower day of the shared machine: compare side by side, README Tests;
-## side by side on 2 Dec 2026: 8:08 for 7ca3165, 6:21-7:09 in three runs of main after the collector pacing and the
-## lazy layout model).
+## TEST_WORKERS pytest-xdist processes: many tests wait on subprocesses and servers, so three workers suit two cores.
 ## Each module stays on one worker, as do the tests that share the demo run or the pipeline run (tests/conftest.py);
-## the longest go first; the workers share one Prefect server. The suite is CPU-bound: a run under load (13:17) kept
-## the three workers within 1% of each other and cost about 940 CPU s, so shorter runs need less work, not another
-## spread (the shared server and a 15-answer English refmatch evaluation set saved about 55-75 CPU s of it; about
-## 40-47% of the biggest set-ups is the embedder, already near the float32 pace, and the layout model no longer spins).
+## the longest go first; the workers share one Prefect server. The suite is CPU-bound (about 770 CPU s): shorter runs
+## need less work, not another spread. Figures and where the time goes: README, Tests and benchmarks.
 TEST_WORKERS ?= 3
 ## The venv and the Debian packages install side by side (both mostly wait on the network).
 test:
