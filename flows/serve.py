@@ -474,19 +474,19 @@ class Service:
         worker = self.worker.pid if self.worker is not None else None
         return [pid for pid in descendants(os.getpid(), skip=skip) if pid != worker]
 
-    def check_runs(self) -> None:
+    def check_runs(self, tree: list[int] | None = None) -> None:
         """Mark Crashed the Running runs whose process (seen in serve's tree) is gone; stop processes that outlive
-        their run (``flows.supervise.RunWatch``)."""
-        tree = self._flow_processes()
+        their run (``flows.supervise.RunWatch``). ``tree``: the flow-run processes now (default: looked up)."""
+        tree = self._flow_processes() if tree is None else tree
         if not healthy(self.api_url, timeout=1.0):
-            self._watch.seen.update(tree)
+            self._watch.note(tree)
             return
         self._watch.check(self._runs_client(), tree, self.say)
 
-    def _checked_runs(self) -> None:
+    def _checked_runs(self, tree: list[int]) -> None:
         """check_runs, its failure reported once per distinct message (a restarting server: the next check catches up)."""
         try:
-            self.check_runs()
+            self.check_runs(tree)
         except Exception as exc:  # noqa: BLE001 - supervision goes on
             message = f"could not check the flow runs: {type(exc).__name__}: {exc}"[:300]
             if message != self._last_check_error:
@@ -512,12 +512,13 @@ class Service:
                 for child in self._supervised:
                     child.check(self.say, self._restarted)
                 reap_zombies(self._popen_pids())
-                # every second, not only at the runs check: a run killed within RUNS_CHECK_S of its start (an early
+                # noted every second, not only at the runs check: a run killed within RUNS_CHECK_S of its start (an early
                 # out-of-memory kill) was never seen in serve's tree, so it stayed Running and held the pool's one slot
-                self._watch.seen.update(self._flow_processes())
+                tree = self._flow_processes()
+                self._watch.note(tree)
                 if time.monotonic() - last_check >= RUNS_CHECK_S:
                     last_check = time.monotonic()
-                    self._checked_runs()
+                    self._checked_runs(tree)
         finally:
             self.stop(why[0] if why else "its loop ended")
 

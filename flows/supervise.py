@@ -226,11 +226,16 @@ class RunWatch:
         self.tracked: dict[object, tuple[str, set[int]]] = {}
         self.lingering: dict[object, float] = {}
 
+    def note(self, tree: Iterable[int]) -> None:
+        """Remember serve's flow-run processes now (``tree``): a run's process counts as serve's once noted here. serve
+        notes them every second, so a run killed between two checks was still seen."""
+        self.seen.update(tree)
+
     def check(self, client, tree: Iterable[int], say: Callable[[str], None]) -> None:
         """One look at the pool's runs and serve's process tree (``tree``: the flow-run processes now)."""
         from prefect.states import Crashed
 
-        self.seen.update(tree)
+        self.note(tree)
         current = set()
         for run in in_flight_runs(client, self.pool):
             pid = run_pid(run)
