@@ -311,15 +311,16 @@ class CachedEmbedder:
         """Query vectors from the in-memory memo, the texts it lacks embedded in one call (counted like cached ones)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        distinct = list(dict.fromkeys(texts))
         with self._recent_lock:
-            known = {t: self._recent[t] for t in dict.fromkeys(texts) if t in self._recent}
-        missing = [t for t in dict.fromkeys(texts) if t not in known]
+            known = {t: self._recent[t] for t in distinct if t in self._recent}
+        missing = [t for t in distinct if t not in known]
         if missing:  # embedded outside the lock: two threads may embed one text, both get its one vector
             known.update(zip(missing, np.asarray(self.inner.queries(missing), dtype=np.float32)))
         with self._recent_lock:
             self.counts.queries_embedded += len(missing)
             self.counts.queries_reused += len(texts) - len(missing)
-            for text in dict.fromkeys(texts):
+            for text in distinct:
                 self._recent[text] = known[text]
                 self._recent.move_to_end(text)
             while len(self._recent) > QUERY_MEMO:

@@ -38,6 +38,7 @@ import pytest
 import yaml
 
 from ragprep.offline import TELEMETRY_OFF
+from ragprep.storage import Layout
 from tests.conftest import REPO, SAMPLE_DOCS, Seed, cache_keys
 
 STRACE = shutil.which("strace")
@@ -319,7 +320,7 @@ def run_demo(base: Path, seed: Seed | None = None) -> DemoRun:
         trace=trace.read_text(errors="replace").splitlines() if options is not None and trace.is_file() else None,
         quotes_written=(root / "tables" / "quotes.parquet").is_file(),
         published=(root / "datasets" / "LATEST").is_file(),
-        embedded=len(cache_keys(root / "cache" / "embeddings") - (seed.keys if seed else set())),
+        embedded=len(seed.added() if seed else cache_keys(Layout(root).embeddings_cache_dir)),
     )
 
 
